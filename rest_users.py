@@ -1,0 +1,1176 @@
+#!/usr/bin/env python3
+"""A users REST service in one file, built on nothing but the Python standard library.
+
+Run it (Python 3.8 or newer, nothing to install):
+
+    python rest_users.py                      # http://127.0.0.1:8000/users, kept in memory
+    python rest_users.py --db users.db        # kept in a SQLite file instead
+    python rest_users.py --api-key s3cret     # every /users request needs the Bearer key
+    python rest_users.py --help               # every option
+
+Talk to it:
+
+    curl -i http://127.0.0.1:8000/users -H 'Content-Type: application/json' \\
+         -d '{"name": "Ada Lovelace", "email": "ada@example.com"}'
+    curl -i http://127.0.0.1:8000/users/1
+    curl -i http://127.0.0.1:8000/users/1 -H 'Accept: application/xml'
+    curl -i -X PATCH http://127.0.0.1:8000/users/1 \\
+         -H 'Content-Type: application/merge-patch+json' -d '{"name": "Ada King"}'
+    curl -i -X DELETE http://127.0.0.1:8000/users/1
+
+The resource:
+
+    GET    /users        the list: ?limit=&offset=&sort=&name=&email=
+    POST   /users        create a user: 201 Created with a Location header
+    GET    /users/{id}   one user, with an ETag (If-None-Match gives 304 Not Modified)
+    PUT    /users/{id}   replace it (If-Match gives 412 when someone changed it meanwhile)
+    PATCH  /users/{id}   change some fields (JSON merge patch, RFC 7396, or partial XML)
+    DELETE /users/{id}   delete it: 204 No Content
+
+Responses are JSON or XML, as the Accept header asks; every error is an RFC 9457 problem
+document that says what was wrong. Use it to learn, to test and as a fake API: http.server
+is not a hardened server, so put a real web server in front of it before the internet.
+"""
+
+import argparse
+import functools
+import heapq
+import hmac
+import itertools
+import json
+import re
+import signal
+import socket
+import sqlite3
+import string
+import sys
+import threading
+import traceback
+from collections import namedtuple
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from os import environ
+from urllib.parse import parse_qsl, urlencode
+from xml.parsers import expat
+from xml.sax.saxutils import escape
+
+__all__ = ["make_server", "main", "MemoryStore", "SQLiteStore", "User", "ApiError"]
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8000
+DEFAULT_MAX_BODY = 1024 * 1024  # bytes
+DEFAULT_IDLE_TIMEOUT = 30  # seconds before an idle connection is dropped
+
+MAX_NAME_LENGTH = 200
+MAX_EMAIL_LENGTH = 254  # the longest address SMTP can carry (RFC 5321 §4.5.3.1.3)
+MAX_USER_ID = 2 ** 63 - 1  # SQLite's largest integer: a larger id can name no user
+USER_ID = re.compile(r"[1-9][0-9]{0,18}")  # decimal, no leading zero, at most 19 digits
+
+DEFAULT_LIMIT = 100
+MAX_LIMIT = 1000
+SORT_KEYS = ("id", "-id", "name", "-name", "email", "-email")
+LIST_PARAMETERS = ("limit", "offset", "sort", "name", "email")
+
+# Headers a browser may send and read across origins when --cors is on (S10).
+CORS_ALLOWED_HEADERS = "Authorization, Content-Type, If-Match, If-None-Match"
+CORS_EXPOSED_HEADERS = "Location, ETag, Link, X-Total-Count"
+
+
+# ---------------------------------------------------------------------------------------
+# The user model and its validation (S2)
+# ---------------------------------------------------------------------------------------
+
+User = namedtuple("User", "id name email version")
+"""One user. `version` starts at 1 and grows with every change; the ETag is made from it."""
+
+# XML 1.0 cannot carry C0 controls, lone surrogates, U+FFFE or U+FFFF; tab, CR, LF and DEL
+# have no place in a name or an email either.
+FORBIDDEN_CHARACTERS = re.compile("[\x00-\x1f\x7f\ud800-\udfff\ufffe\uffff]")
+ASCII_LOWERCASE = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
+
+
+class ApiError(Exception):
+    """An HTTP error found while answering a request; the handler renders it as a problem.
+
+    `errors` lists (field, message) pairs for a 422; `headers` are sent with the problem.
+    """
+
+    def __init__(self, status, detail, *, errors=(), headers=()):
+        super().__init__(detail)
+        self.status = HTTPStatus(status)
+        self.detail = detail
+        self.errors = list(errors)
+        self.headers = list(headers)
+
+
+def email_key(email):
+    """The email as uniqueness sees it: ASCII letters folded to lower case, as SQLite's NOCASE."""
+    return email.translate(ASCII_LOWERCASE)
+
+
+def printable(text):
+    """Text safe to quote in an error message: repr() shows control characters as escapes."""
+    return text if text.isprintable() else repr(text)
+
+
+def describe(value):
+    """Name the kind of a value a client sent, for error messages."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true or false"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, NestedXmlElement):
+        return "an element with child elements"
+    return "an object" if isinstance(value, JsonObject) else "an array"
+
+
+def check_text(value):
+    """Say what is wrong with a string field's value in general, or return None."""
+    if not isinstance(value, str):
+        return "must be a string, not " + describe(value)
+    if FORBIDDEN_CHARACTERS.search(value):
+        return "must not contain control characters (tab, newline, ...) or non-characters"
+    return None
+
+
+def check_name(value):
+    """Say what is wrong with a name, or return None."""
+    problem = check_text(value)
+    if problem is None and (not value or value.isspace()):
+        problem = "must not be empty or only white space"
+    if problem is None and len(value) > MAX_NAME_LENGTH:
+        problem = "must be at most %d characters long" % MAX_NAME_LENGTH
+    return problem
+
+
+def check_email(value):
+    """Say what is wrong with an email address, or return None."""
+    problem = check_text(value)
+    if problem is None and len(value) > MAX_EMAIL_LENGTH:
+        problem = "must be at most %d characters long" % MAX_EMAIL_LENGTH
+    if problem is None and any(character.isspace() for character in value):
+        problem = "must not contain white space"
+    if problem is None:
+        local, _, domain = value.partition("@")
+        if not local or not domain or "@" in domain:
+            problem = "must have one @ with text on both sides, like ada@example.com"
+    return problem
+
+
+def check_id(value, path_id):
+    """Say what is wrong with an id in a body, or return None: only a PUT or PATCH may repeat it."""
+    if path_id is None:
+        return "is assigned by the server; leave it out"
+    if type(value) is not int or value != path_id:  # bool is an int too, but not an id
+        return "must be %d, the id in the path, or be left out" % path_id
+    return None
+
+
+FIELD_CHECKS = {"name": check_name, "email": check_email}
+
+
+def validate_user(pairs, *, path_id=None, partial=False):
+    """Check a body's (field, value) pairs against S2 and return them as a dict of fields.
+
+    POST passes no path_id; PUT and PATCH pass the id in the path, which the body may
+    repeat. `partial` (PATCH) makes every field optional. Raises one 422 listing every
+    invalid field.
+    """
+    fields, errors, seen = {}, [], set()
+    for field, value in pairs:
+        if field in seen:
+            problem = "is given more than once"
+        elif field == "id":
+            problem = check_id(value, path_id)
+        elif field in FIELD_CHECKS:
+            problem = FIELD_CHECKS[field](value)
+            fields[field] = value
+        else:
+            problem = "is not a field of a user; the fields are name and email"
+        seen.add(field)
+        if problem:
+            errors.append((printable(field), problem))
+    if not partial:
+        errors += [(field, "is required") for field in FIELD_CHECKS if field not in seen]
+    if errors:
+        names = ", ".join(dict.fromkeys(field for field, _ in errors))
+        raise ApiError(HTTPStatus.UNPROCESSABLE_ENTITY,
+                       "The user is not valid; see the errors for %s." % names, errors=errors)
+    return fields
+
+
+def not_found(user_id):
+    """The 404 for an id that names no user."""
+    return ApiError(HTTPStatus.NOT_FOUND, "There is no user with id %d." % user_id)
+
+
+def email_taken(email):
+    """The 409 for an email that another user already has."""
+    return ApiError(HTTPStatus.CONFLICT,
+                    "Another user already has the email %s (compared ignoring case)." % email)
+
+
+# ---------------------------------------------------------------------------------------
+# Storage (S9): two stores with the same small interface, so the handler need not know
+# which one it has. update() and delete() take a function that the store calls on the
+# current user while it holds its lock: that is how a precondition check (If-Match) and
+# the write it guards become one atomic step.
+# ---------------------------------------------------------------------------------------
+
+ListQuery = namedtuple("ListQuery", "limit offset sort name email")
+"""What GET /users asks for: a page (limit, offset), an order ("-name"), filters or None."""
+
+
+def sort_order(query):
+    """Split a ListQuery's sort into the field to sort by and whether it is descending."""
+    return query.sort.lstrip("-"), query.sort.startswith("-")
+
+
+def page_of(users, query):
+    """Sort users as the query asks (ties by id ascending) and cut out its page.
+
+    heapq sorts only the first offset + limit users, not all of them.
+    """
+    field, descending = sort_order(query)
+    end = query.offset + query.limit
+    if descending:
+        first = heapq.nlargest(end, users, key=lambda user: (getattr(user, field), -user.id))
+    else:
+        first = heapq.nsmallest(end, users, key=lambda user: (getattr(user, field), user.id))
+    return first[query.offset:]
+
+
+class MemoryStore:
+    """Users in memory, guarded by one lock, and gone when the process ends.
+
+    The users sit in a list at the index of their id, with None where a user was deleted,
+    so ids are never reused and each user costs one list slot rather than a dict entry.
+    """
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.users = [None]  # there is no user 0
+        self.ids_by_email = {}  # email_key(email) -> id, so uniqueness needs no scan
+        self.count = 0
+
+    def get(self, user_id):
+        """Return the user with this id, or None (reading one list slot needs no lock)."""
+        return self.users[user_id] if user_id < len(self.users) else None
+
+    def list(self, query):
+        """Return (how many users match the query, the page of them)."""
+        with self.lock:
+            if query.name is not None or query.email is not None:
+                matches = self.matching(query)
+                return len(matches), page_of(matches, query)
+            if query.sort == "id":  # the default order is the list's own: nothing to sort
+                end = query.offset + query.limit
+                return self.count, list(itertools.islice(self.live_users(), query.offset, end))
+            return self.count, page_of(self.live_users(), query)
+
+    def matching(self, query):
+        """The users that pass the query's name and email filters."""
+        if query.email is not None:  # the email index finds the one user it can match
+            user = self.get(self.ids_by_email.get(email_key(query.email), 0))
+            candidates = [user] if user else []
+        else:
+            candidates = self.live_users()
+        return [user for user in candidates if query.name in (None, user.name)]
+
+    def live_users(self):
+        """The users that are not deleted, in order of id."""
+        return (user for user in self.users if user is not None)
+
+    def create(self, name, email):
+        """Add a user and return it; 409 if its email is taken."""
+        with self.lock:
+            key = self.claim_email(email)
+            user = User(len(self.users), name, email, 1)
+            self.users.append(user)
+            self.ids_by_email[key] = user.id
+            self.count += 1
+            return user
+
+    def update(self, user_id, change):
+        """Apply change(current user) -> {field: value} and return the updated user."""
+        with self.lock:
+            current = self.get(user_id)
+            if current is None:
+                raise not_found(user_id)
+            user = current._replace(version=current.version + 1, **change(current))
+            if email_key(user.email) != email_key(current.email):
+                key = self.claim_email(user.email)
+                del self.ids_by_email[email_key(current.email)]
+                self.ids_by_email[key] = current.id
+            self.users[user_id] = user
+            return user
+
+    def delete(self, user_id, check):
+        """Delete the user after check(current user) has passed."""
+        with self.lock:
+            current = self.get(user_id)
+            if current is None:
+                raise not_found(user_id)
+            check(current)
+            self.users[user_id] = None
+            del self.ids_by_email[email_key(current.email)]
+            self.count -= 1
+
+    def claim_email(self, email):
+        """Return the index key for a free email; 409 if another user has it."""
+        key = email_key(email)
+        if key in self.ids_by_email:
+            raise email_taken(email)
+        return email if key == email else key  # share the string when it is already lower case
+
+    def close(self):
+        """Nothing to close: the users go with the process."""
+
+
+class SQLiteStore:
+    """Users in a SQLite file, through one connection guarded by a lock.
+
+    The database keeps ids unique and never reused (AUTOINCREMENT) and emails unique
+    (an index with NOCASE); every change is committed before the store returns, so a
+    response is only sent for a write that is on disk.
+    """
+
+    SCHEMA = """
+        PRAGMA journal_mode = WAL;      -- readers never wait for a writer
+        PRAGMA synchronous = NORMAL;    -- in WAL mode a commit survives a killed process
+        CREATE TABLE IF NOT EXISTS users (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            name TEXT NOT NULL,
+            email TEXT NOT NULL,
+            version INTEGER NOT NULL DEFAULT 1
+        );
+        CREATE UNIQUE INDEX IF NOT EXISTS users_email_key ON users (email COLLATE NOCASE);
+        -- one index per sort order, so a sorted page reads only its own rows
+        CREATE INDEX IF NOT EXISTS users_by_name ON users (name);
+        CREATE INDEX IF NOT EXISTS users_by_name_desc ON users (name DESC);
+        CREATE INDEX IF NOT EXISTS users_by_email ON users (email);
+        CREATE INDEX IF NOT EXISTS users_by_email_desc ON users (email DESC);
+    """
+
+    def __init__(self, path):
+        self.lock = threading.Lock()
+        self.db = sqlite3.connect(path, check_same_thread=False)
+        try:
+            self.db.executescript(self.SCHEMA)
+        except sqlite3.Error:
+            self.db.close()
+            raise
+
+    def get(self, user_id):
+        """Return the user with this id, or None."""
+        with self.lock:
+            return self.select_user(user_id)
+
+    def select_user(self, user_id):
+        """Read one user; the caller holds the lock."""
+        row = self.db.execute("SELECT id, name, email, version FROM users WHERE id = ?",
+                              (user_id,)).fetchone()
+        return User(*row) if row else None
+
+    def list(self, query):
+        """Return (how many users match the query, the page of them): SQL does the work."""
+        conditions, arguments = [], []
+        if query.name is not None:
+            conditions.append("name = ?")
+            arguments.append(query.name)
+        if query.email is not None:
+            conditions.append("email = ? COLLATE NOCASE")
+            arguments.append(query.email)
+        where = " WHERE " + " AND ".join(conditions) if conditions else ""
+        field, descending = sort_order(query)  # a SORT_KEYS entry, never client text
+        order = "%s %s, id" % (field, "DESC" if descending else "ASC")
+        with self.lock:
+            total = self.db.execute("SELECT COUNT(*) FROM users" + where, arguments).fetchone()
+            rows = self.db.execute(
+                "SELECT id, name, email, version FROM users%s ORDER BY %s LIMIT ? OFFSET ?"
+                % (where, order), arguments + [query.limit, query.offset]).fetchall()
+        return total[0], [User(*row) for row in rows]
+
+    def create(self, name, email):
+        """Insert a user and return it; 409 if its email is taken."""
+        with self.lock, self.db:  # `with db` commits, or rolls back on an exception
+            try:
+                cursor = self.db.execute("INSERT INTO users (name, email) VALUES (?, ?)",
+                                         (name, email))
+            except sqlite3.IntegrityError:
+                raise email_taken(email) from None
+            return User(cursor.lastrowid, name, email, 1)
+
+    def update(self, user_id, change):
+        """Apply change(current user) -> {field: value} and return the updated user."""
+        with self.lock, self.db:
+            current = self.select_user(user_id)
+            if current is None:
+                raise not_found(user_id)
+            user = current._replace(version=current.version + 1, **change(current))
+            try:
+                self.db.execute("UPDATE users SET name = ?, email = ?, version = ? WHERE id = ?",
+                                (user.name, user.email, user.version, user_id))
+            except sqlite3.IntegrityError:
+                raise email_taken(user.email) from None
+            return user
+
+    def delete(self, user_id, check):
+        """Delete the user after check(current user) has passed."""
+        with self.lock, self.db:
+            current = self.select_user(user_id)
+            if current is None:
+                raise not_found(user_id)
+            check(current)
+            self.db.execute("DELETE FROM users WHERE id = ?", (user_id,))
+
+    def close(self):
+        """Close the database (waiting for a request that is using it)."""
+        with self.lock:
+            self.db.close()
+
+
+# ---------------------------------------------------------------------------------------
+# Representations (S3, S6): users, lists, the index and problem details in JSON and XML
+# ---------------------------------------------------------------------------------------
+
+Format = namedtuple("Format", "name content_type problem_type")
+JSON = Format("json", "application/json; charset=utf-8", "application/problem+json")
+XML = Format("xml", "application/xml; charset=utf-8", "application/problem+xml")
+TEXT_XML = Format("xml", "text/xml; charset=utf-8", "application/problem+xml")
+
+
+def json_bytes(document):
+    """Encode a document as UTF-8 JSON, non-ASCII characters as themselves."""
+    return json.dumps(document, ensure_ascii=False).encode("utf-8")
+
+
+def user_xml(user):
+    """The <user> element of one user."""
+    return "<user><id>%d</id><name>%s</name><email>%s</email></user>" % (
+        user.id, escape(user.name), escape(user.email))
+
+
+def render_user(user, fmt):
+    """One user as bytes in the format."""
+    if fmt.name == "xml":
+        return user_xml(user).encode("utf-8")
+    return json_bytes({"id": user.id, "name": user.name, "email": user.email})
+
+
+def render_users(users, fmt):
+    """A list of users as bytes in the format."""
+    if fmt.name == "xml":
+        return ("<users>%s</users>" % "".join(user_xml(user) for user in users)).encode("utf-8")
+    return json_bytes([{"id": user.id, "name": user.name, "email": user.email}
+                       for user in users])
+
+
+def render_index(fmt):
+    """The index at GET /, which points to the users."""
+    if fmt.name == "xml":
+        return b"<index><users>/users</users></index>"
+    return json_bytes({"users": "/users"})
+
+
+# Characters XML 1.0 cannot carry; a problem may quote client text that has them.
+XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def xml_text(value):
+    """Any text, escaped and made safe for an XML element."""
+    return escape(XML_INVALID.sub("\ufffd", str(value)))
+
+
+def render_problem(error, fmt):
+    """An ApiError as RFC 9457 problem details: JSON, or XML (Appendix B) for fmt XML."""
+    if fmt.name == "xml":
+        errors = "".join("<i><field>%s</field><message>%s</message></i>"
+                         % (xml_text(field), xml_text(message)) for field, message in error.errors)
+        return ('<problem xmlns="urn:ietf:rfc:7807"><type>about:blank</type>'
+                "<title>%s</title><status>%d</status><detail>%s</detail>%s</problem>" % (
+                    xml_text(error.status.phrase), error.status, xml_text(error.detail),
+                    "<errors>%s</errors>" % errors if errors else "")).encode("utf-8")
+    problem = {"type": "about:blank", "title": error.status.phrase,
+               "status": error.status.value, "detail": error.detail}
+    if error.errors:
+        problem["errors"] = [{"field": field, "message": message}
+                             for field, message in error.errors]
+    return json.dumps(problem).encode("ascii")  # ASCII: the detail may quote any client text
+
+
+def entity_tag(user, fmt):
+    """The strong ETag of one version of a user in one format (RFC 9110 §8.8.3)."""
+    return '"%d-%s"' % (user.version, fmt.name)
+
+
+# ---------------------------------------------------------------------------------------
+# Reading request bodies (S3): JSON and XML into a list of (field, value) pairs, so that
+# a field sent twice can be reported rather than silently overwritten.
+# ---------------------------------------------------------------------------------------
+
+class JsonObject(list):
+    """A JSON object as the list of its (key, value) pairs, repeated keys kept."""
+
+
+class NestedXmlElement:
+    """The value of an XML field element that has child elements: never a valid field."""
+
+
+def refuse_constant(name):
+    """json calls this for NaN and Infinity, which are not JSON."""
+    raise ValueError("%s is not a JSON value" % name)
+
+
+def read_json_fields(text):
+    """Parse a JSON object into (field, value) pairs; anything else is a 400."""
+    try:
+        document = json.loads(text, object_pairs_hook=JsonObject, parse_constant=refuse_constant)
+    except RecursionError:
+        raise ApiError(HTTPStatus.BAD_REQUEST, "The JSON body is nested too deeply.") from None
+    except ValueError as error:
+        raise ApiError(HTTPStatus.BAD_REQUEST, "The body is not valid JSON: %s." % error) from None
+    if not isinstance(document, JsonObject):
+        raise ApiError(HTTPStatus.BAD_REQUEST,
+                       "The body must be a JSON object, like {\"name\": ..., \"email\": ...}.")
+    return document
+
+
+class UserXmlReader:
+    """Collects (field, value) pairs from <user><name>..</name><email>..</email></user>.
+
+    expat calls these methods as it parses. A DOCTYPE is refused the moment it starts,
+    before any entity can be declared or expanded (billion laughs, external entities).
+    """
+
+    def __init__(self):
+        self.pairs = []
+        self.depth = 0
+        self.text = []
+        self.nested = False
+
+    def start(self, tag, attributes):
+        self.depth += 1
+        if self.depth == 1 and tag != "user":
+            raise ApiError(HTTPStatus.BAD_REQUEST,
+                           "The XML root element must be <user>, not <%s>." % tag)
+        if self.depth == 2:
+            self.text, self.nested = [], False
+        elif self.depth > 2:
+            self.nested = True
+
+    def end(self, tag):
+        if self.depth == 2:
+            value = NestedXmlElement() if self.nested else "".join(self.text)
+            if tag == "id" and isinstance(value, str) and USER_ID.fullmatch(value):
+                value = int(value)  # XML is all text: <id>7</id> spells the integer 7
+            self.pairs.append((tag, value))
+        self.depth -= 1
+
+    def characters(self, data):
+        if self.depth == 2:
+            self.text.append(data)
+
+    def refuse_doctype(self, *args):
+        raise ApiError(HTTPStatus.BAD_REQUEST,
+                       "XML with a DOCTYPE or entity declarations is not accepted.")
+
+
+def read_xml_fields(text):
+    """Parse a <user> document into (field, value) pairs; malformed XML is a 400."""
+    reader = UserXmlReader()
+    parser = expat.ParserCreate(encoding="utf-8")
+    parser.StartElementHandler = reader.start
+    parser.EndElementHandler = reader.end
+    parser.CharacterDataHandler = reader.characters
+    parser.StartDoctypeDeclHandler = reader.refuse_doctype
+    parser.EntityDeclHandler = reader.refuse_doctype
+    try:
+        parser.Parse(text, True)
+    except expat.ExpatError as error:
+        raise ApiError(HTTPStatus.BAD_REQUEST, "The body is not well-formed XML: %s." % error) from None
+    return reader.pairs
+
+
+MERGE_PATCH = "application/merge-patch+json"
+BODY_READERS = {
+    "application/json": read_json_fields,
+    MERGE_PATCH: read_json_fields,
+    "application/xml": read_xml_fields,
+    "text/xml": read_xml_fields,
+}
+SUPPORTED_BODY_TYPES = "application/json, application/xml or text/xml (and for PATCH " \
+                       "application/merge-patch+json), in UTF-8"
+
+
+def parse_content_type(value):
+    """Split a Content-Type header into its media type and charset, both lower case."""
+    media_type, *parameters = value.split(";")
+    charset = None
+    for parameter in parameters:
+        name, _, argument = parameter.partition("=")
+        if name.strip().lower() == "charset":
+            charset = argument.strip().strip('"').lower()
+    return media_type.strip().lower(), charset
+
+
+# ---------------------------------------------------------------------------------------
+# Content negotiation (S3) and query parameters (S5)
+# ---------------------------------------------------------------------------------------
+
+def parse_accept(header):
+    """Parse an Accept header into (type, subtype, q) ranges; a malformed range is skipped."""
+    ranges = []
+    for media_range in header.lower().split(","):
+        media_type, *parameters = media_range.split(";")
+        main, _, sub = media_type.strip().partition("/")
+        q = 1.0
+        for parameter in parameters:
+            name, _, value = parameter.partition("=")
+            if name.strip() == "q":
+                try:
+                    q = float(value)
+                except ValueError:
+                    q = -1.0
+        if main and sub and 0.0 <= q <= 1.0:
+            ranges.append((main, sub, q))
+    return ranges
+
+
+def quality(media_type, ranges):
+    """The q the ranges give a media type: that of the most specific match (RFC 9110 §12.5.1)."""
+    main, sub = media_type.split("/")
+    best_specificity, best_q = -1, 0.0
+    for range_main, range_sub, q in ranges:
+        if (range_main, range_sub) == (main, sub):
+            specificity = 2
+        elif (range_main, range_sub) == (main, "*"):
+            specificity = 1
+        elif (range_main, range_sub) == ("*", "*"):
+            specificity = 0
+        else:
+            continue
+        if specificity > best_specificity:
+            best_specificity, best_q = specificity, q
+    return best_q
+
+
+@functools.lru_cache(maxsize=256)  # clients send the same few Accept headers again and again
+def choose_format(accept):
+    """The Format the Accept header prefers (JSON on a tie), or None when it takes neither."""
+    if not accept or not accept.strip():
+        return JSON
+    ranges = parse_accept(accept)
+    json_q = quality("application/json", ranges)
+    application_xml_q = quality("application/xml", ranges)
+    text_xml_q = quality("text/xml", ranges)
+    xml = TEXT_XML if text_xml_q > application_xml_q else XML
+    xml_q = max(application_xml_q, text_xml_q)
+    if json_q > 0 and json_q >= xml_q:
+        return JSON
+    return xml if xml_q > 0 else None
+
+
+def bad_query(detail):
+    """A 400 about the query string of GET /users."""
+    return ApiError(HTTPStatus.BAD_REQUEST, detail + " See GET /users in the README.")
+
+
+def integer_parameter(parameters, name, default, low, high):
+    """Read an integer query parameter: ASCII digits only, between low and high."""
+    value = parameters.get(name)
+    if value is None:
+        return default
+    if not (value.isascii() and value.isdigit()):
+        raise bad_query("The query parameter %s must be a whole number in digits, not %s."
+                        % (name, printable(value)))
+    if len(value) > 18 or not low <= int(value) <= high:
+        raise bad_query("The query parameter %s must be from %d to %d." % (name, low, high))
+    return int(value)
+
+
+def parse_list_query(query):
+    """Read the query string of GET /users into a ListQuery; every mistake is a 400."""
+    try:
+        pairs = parse_qsl(query, keep_blank_values=True, errors="strict")
+    except UnicodeDecodeError:
+        raise bad_query("The query string is not valid UTF-8 once percent-decoded.") from None
+    parameters = {}
+    for name, value in pairs:
+        if name not in LIST_PARAMETERS:
+            raise bad_query("Unknown query parameter %s; the list takes %s."
+                            % (printable(name), ", ".join(LIST_PARAMETERS)))
+        if name in parameters:
+            raise bad_query("The query parameter %s is given more than once." % name)
+        if value == "":
+            raise bad_query("The query parameter %s is empty." % name)
+        parameters[name] = value
+    sort = parameters.get("sort", "id")
+    if sort not in SORT_KEYS:
+        raise bad_query("sort must be one of %s, not %s." % (", ".join(SORT_KEYS), printable(sort)))
+    return ListQuery(limit=integer_parameter(parameters, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT),
+                     offset=integer_parameter(parameters, "offset", 0, 0, MAX_USER_ID),
+                     sort=sort, name=parameters.get("name"), email=parameters.get("email"))
+
+
+def page_links(query, total):
+    """The RFC 8288 Link header of a page: first and last, and prev and next where they exist."""
+    links = [("first", 0), ("last", max(0, (total - 1) // query.limit * query.limit))]
+    if query.offset > 0:
+        links.append(("prev", max(0, query.offset - query.limit)))
+    if query.offset + query.limit < total:
+        links.append(("next", query.offset + query.limit))
+    kept = [(name, getattr(query, name)) for name in ("name", "email")
+            if getattr(query, name) is not None]
+    if query.sort != "id":
+        kept.append(("sort", query.sort))
+    return ", ".join('</users?%s>; rel="%s"'
+                     % (urlencode(kept + [("limit", query.limit), ("offset", offset)]), rel)
+                     for rel, offset in links)
+
+
+ENTITY_TAG = re.compile(r'(W/)?("[^"]*")')
+
+
+def etag_matches(header, tag, *, weak):
+    """Whether an If-Match or If-None-Match header names the tag (RFC 9110 §13.1.1-2).
+
+    The weak comparison (If-None-Match) ignores a W/ prefix; the strong one never matches it.
+    """
+    if header.strip() == "*":
+        return True
+    return any(opaque == tag and (weak or not weak_prefix)
+               for weak_prefix, opaque in ENTITY_TAG.findall(header))
+
+
+# ---------------------------------------------------------------------------------------
+# The HTTP handler (S4-S8, S10)
+# ---------------------------------------------------------------------------------------
+
+Route = namedtuple("Route", "pattern actions allow")
+
+
+def route(pattern, actions):
+    """A Route: a path pattern, the handler method for each verb, and its Allow header."""
+    verbs = list(actions) + (["HEAD"] if "GET" in actions else []) + ["OPTIONS"]
+    return Route(re.compile(pattern), actions, ", ".join(verbs))
+
+
+# The route table: path, then which UsersHandler method answers which verb.
+ROUTES = [
+    route(r"/", {"GET": "get_index"}),
+    route(r"/users/?", {"GET": "list_users", "POST": "create_user"}),
+    route(r"/users/(%s)/?" % USER_ID.pattern, {"GET": "get_user", "PUT": "replace_user",
+                                               "PATCH": "patch_user", "DELETE": "delete_user"}),
+]
+
+
+def find_route(path):
+    """Return (route, user id or None) for a path; 404 if no route matches."""
+    for candidate in ROUTES:
+        match = candidate.pattern.fullmatch(path)
+        if match and (not match.groups() or int(match.group(1)) <= MAX_USER_ID):
+            return candidate, int(match.group(1)) if match.groups() else None
+    raise ApiError(HTTPStatus.NOT_FOUND,
+                   "There is nothing at %s; the users are at /users." % printable(path))
+
+
+class UsersHandler(BaseHTTPRequestHandler):
+    """Answers one connection's requests, one after another.
+
+    http.server parses the request line and headers, then calls do_<VERB>; every verb
+    goes to handle_api_request, which routes it through the table above. Code that finds
+    a problem raises ApiError, and handle_api_request turns it into a problem response.
+    """
+
+    protocol_version = "HTTP/1.1"  # persistent connections (S10)
+    server_version = "rest_users/1.0"
+    wbufsize = -1  # buffer each response and send it in one write: see setup()
+
+    def setup(self):
+        """Set the idle timeout and send small writes at once (S10)."""
+        self.timeout = self.server.idle_timeout
+        super().setup()
+        # Without TCP_NODELAY, a response written in two parts waits for the client's
+        # delayed ACK (Nagle's algorithm): about 40 ms on a persistent connection.
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def handle_one_request(self):
+        """Forget the previous request on this connection, then serve the next one."""
+        self.headers = None  # an error found while parsing must not read old headers
+        self.body_read = False
+        super().handle_one_request()
+
+    def handle_api_request(self):
+        """Answer the request; any error becomes a problem response here, in one place."""
+        try:
+            self.route_request()
+        except ApiError as error:
+            self.send_problem(error)
+        except Exception:
+            self.log_error("unexpected error:\n%s", traceback.format_exc())
+            self.send_problem(ApiError(HTTPStatus.INTERNAL_SERVER_ERROR,
+                                       "The server met an unexpected error; it has been logged."))
+
+    do_GET = do_HEAD = do_POST = do_PUT = do_PATCH = do_DELETE = do_OPTIONS = handle_api_request
+
+    def route_request(self):
+        """Check, in the order of S6, everything that comes before the route's own work."""
+        path, _, query = self.path.partition("?")
+        self.check_authorization(path)
+        found, user_id = find_route(path)
+        if self.command == "OPTIONS":
+            return self.answer_options(found)
+        action = found.actions.get("GET" if self.command == "HEAD" else self.command)
+        if action is None:
+            raise ApiError(HTTPStatus.METHOD_NOT_ALLOWED,
+                           "%s does not take %s; it takes %s." % (path, self.command, found.allow),
+                           headers=[("Allow", found.allow)])
+        self.format = self.negotiate()
+        getattr(self, action)(user_id, query)
+
+    # -- the routes ----------------------------------------------------------------------
+
+    def get_index(self, user_id, query):
+        """GET /: where to find things."""
+        self.respond(HTTPStatus.OK, render_index(self.format), self.format.content_type)
+
+    def list_users(self, user_id, query):
+        """GET /users: a page of users, with X-Total-Count and Link (S5)."""
+        list_query = parse_list_query(query)
+        total, users = self.server.store.list(list_query)
+        self.respond(HTTPStatus.OK, render_users(users, self.format), self.format.content_type,
+                     [("X-Total-Count", str(total)), ("Link", page_links(list_query, total))])
+
+    def create_user(self, user_id, query):
+        """POST /users: 201 with the new user and its Location."""
+        fields = validate_user(self.read_user_body())
+        user = self.server.store.create(fields["name"], fields["email"])
+        self.send_user(HTTPStatus.CREATED, user, [("Location", "/users/%d" % user.id)])
+
+    def get_user(self, user_id, query):
+        """GET /users/{id}: the user, or 304 when the client's copy is current (S8)."""
+        user = self.server.store.get(user_id)
+        if user is None:
+            raise not_found(user_id)
+        tag = entity_tag(user, self.format)
+        if etag_matches(self.headers.get("If-None-Match", ""), tag, weak=True):
+            return self.respond(HTTPStatus.NOT_MODIFIED, headers=[("ETag", tag)])
+        self.send_user(HTTPStatus.OK, user)
+
+    def replace_user(self, user_id, query):
+        """PUT /users/{id}: replace name and email (no create: 404 when missing)."""
+        pairs = self.read_user_body()
+
+        def change(current):
+            self.check_if_match(current)
+            return validate_user(pairs, path_id=user_id)
+
+        self.send_user(HTTPStatus.OK, self.server.store.update(user_id, change))
+
+    def patch_user(self, user_id, query):
+        """PATCH /users/{id}: change the fields given (a JSON merge patch, or partial XML)."""
+        pairs = self.read_user_body(merge_patch=True)
+
+        def change(current):
+            self.check_if_match(current)
+            return validate_user(pairs, path_id=user_id, partial=True)
+
+        self.send_user(HTTPStatus.OK, self.server.store.update(user_id, change))
+
+    def delete_user(self, user_id, query):
+        """DELETE /users/{id}: 204 No Content."""
+        self.server.store.delete(user_id, self.check_if_match)
+        self.respond(HTTPStatus.NO_CONTENT)
+
+    def answer_options(self, found):
+        """OPTIONS: 204 with Allow, and the CORS preflight answer when it is one (S10)."""
+        headers = [("Allow", found.allow)]
+        if self.cors_origin() and "Access-Control-Request-Method" in self.headers:
+            headers += [("Access-Control-Allow-Methods", found.allow),
+                        ("Access-Control-Allow-Headers", CORS_ALLOWED_HEADERS),
+                        ("Access-Control-Max-Age", "600")]
+        self.respond(HTTPStatus.NO_CONTENT, headers=headers)
+
+    # -- checks, in the order S6 gives them ----------------------------------------------
+
+    def check_authorization(self, path):
+        """With an API key, refuse a /users request without it: 401 before anything else (S7)."""
+        key = self.server.api_key
+        if key is None or self.command == "OPTIONS":
+            return
+        if path != "/users" and not path.startswith("/users/"):
+            return
+        scheme, _, token = (self.headers.get("Authorization") or "").strip().partition(" ")
+        token = token.strip()
+        if scheme.lower() != "bearer" or not token or " " in token:
+            raise ApiError(HTTPStatus.UNAUTHORIZED,
+                           "This request needs the header Authorization: Bearer <API key>.",
+                           headers=[("WWW-Authenticate", 'Bearer realm="users"')])
+        # compare_digest takes as long for a near miss as for a far one: no timing hints
+        if not hmac.compare_digest(token.encode("latin-1"), key.encode("utf-8")):
+            raise ApiError(HTTPStatus.UNAUTHORIZED, "The Bearer token is not the API key.",
+                           headers=[("WWW-Authenticate",
+                                     'Bearer realm="users", error="invalid_token"')])
+
+    def negotiate(self):
+        """The response format the Accept header asks for; 406 when it takes neither (S3)."""
+        fmt = choose_format(self.headers.get("Accept", ""))
+        if fmt is None:
+            raise ApiError(HTTPStatus.NOT_ACCEPTABLE,
+                           "This service answers in application/json, application/xml or "
+                           "text/xml, and the Accept header takes none of them.")
+        return fmt
+
+    def read_body(self):
+        """Read the body framed by Content-Length; framing errors close the connection (S6)."""
+        if "Transfer-Encoding" in self.headers:
+            self.close_connection = True  # the rest of the stream cannot be framed
+            if "Content-Length" in self.headers:
+                raise ApiError(HTTPStatus.BAD_REQUEST, "A request must not have both "
+                               "Content-Length and Transfer-Encoding (RFC 9112 §6.1).")
+            raise ApiError(HTTPStatus.LENGTH_REQUIRED, "Chunked bodies are not accepted; "
+                           "send the body with a Content-Length.")
+        length = self.content_length()
+        if length > self.server.max_body:
+            self.close_connection = True  # refused without reading it all
+            raise ApiError(HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
+                           "The body is %d bytes; this service takes at most %d."
+                           % (length, self.server.max_body))
+        self.body_read = True
+        body = self.rfile.read(length)
+        if len(body) < length:
+            self.close_connection = True
+            raise ApiError(HTTPStatus.BAD_REQUEST, "The body ended before Content-Length bytes.")
+        return body
+
+    def content_length(self):
+        """The Content-Length as an integer (0 when absent); 400 when it is not plain digits."""
+        values = set(self.headers.get_all("Content-Length", []))
+        if not values:
+            return 0
+        value = values.pop().strip()
+        if values or not (value.isascii() and value.isdigit()):
+            self.close_connection = True  # RFC 9112 §6.3: the framing cannot be trusted
+            raise ApiError(HTTPStatus.BAD_REQUEST,
+                           "Content-Length must be one whole number of bytes.")
+        return int(value)
+
+    def read_user_body(self, merge_patch=False):
+        """Read the body and parse it as its Content-Type says into (field, value) pairs."""
+        body = self.read_body()
+        if not body:
+            raise ApiError(HTTPStatus.BAD_REQUEST, "This request needs a user in its body.")
+        media_type, charset = parse_content_type(self.headers.get("Content-Type", ""))
+        reader = BODY_READERS.get(media_type)
+        if reader is None or charset not in (None, "utf-8") or (
+                media_type == MERGE_PATCH and not merge_patch):
+            raise ApiError(HTTPStatus.UNSUPPORTED_MEDIA_TYPE,
+                           "The body must be %s, not %s."
+                           % (SUPPORTED_BODY_TYPES, printable(self.headers.get("Content-Type", "untyped"))))
+        try:
+            text = body.decode("utf-8")
+        except UnicodeDecodeError:
+            raise ApiError(HTTPStatus.BAD_REQUEST, "The body is not valid UTF-8.") from None
+        return reader(text)
+
+    def check_if_match(self, user):
+        """Refuse a write with 412 unless If-Match names the user's current tag (S8)."""
+        header = self.headers.get("If-Match")
+        if header is not None and not etag_matches(header, entity_tag(user, self.format),
+                                                   weak=False):
+            raise ApiError(HTTPStatus.PRECONDITION_FAILED,
+                           "The user has changed since you read it (If-Match does not name "
+                           "its current ETag); GET it again and retry.")
+
+    # -- writing responses -----------------------------------------------------------------
+
+    def send_user(self, status, user, headers=()):
+        """Send one user with its ETag."""
+        self.respond(status, render_user(user, self.format), self.format.content_type,
+                     [("ETag", entity_tag(user, self.format))] + list(headers))
+
+    def send_problem(self, error):
+        """Send an ApiError as problem details, in XML when the client prefers XML (S6)."""
+        fmt = choose_format(self.headers.get("Accept", "")) if self.headers else None
+        fmt = fmt or JSON
+        self.respond(error.status, render_problem(error, fmt), fmt.problem_type, error.headers)
+
+    def send_error(self, code, message=None, explain=None):
+        """Answer the errors http.server finds itself (400, 414, 431, 501...) as problems."""
+        self.close_connection = True  # the request may not have been read to its end
+        error = ApiError(code, (explain or message or HTTPStatus(code).description) + ".")
+        if code == HTTPStatus.NOT_IMPLEMENTED:  # S6: a stranger learns no methods before 401
+            try:
+                self.check_authorization(self.path.partition("?")[0])
+            except ApiError as unauthorized:
+                error = unauthorized
+        self.send_problem(error)
+
+    def respond(self, status, body=b"", content_type=None, headers=()):
+        """Send a whole response: status line, headers and (but for HEAD) the body."""
+        if not self.body_read and not self.close_connection:
+            self.discard_body()
+        self.send_response(status)
+        self.send_header("Vary", self.server.vary)
+        for name, value in itertools.chain(headers, self.cors_headers()):
+            self.send_header(name, value)
+        if content_type:
+            self.send_header("Content-Type", content_type)
+        if status not in (HTTPStatus.NO_CONTENT, HTTPStatus.NOT_MODIFIED):
+            self.send_header("Content-Length", str(len(body)))
+        if self.close_connection:
+            self.send_header("Connection", "close")
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    def discard_body(self):
+        """Read and drop a body nobody read, so the next request starts where it should (S10)."""
+        try:
+            length = self.content_length() if "Transfer-Encoding" not in self.headers else -1
+        except ApiError:
+            length = -1
+        if 0 <= length <= self.server.max_body:
+            self.rfile.read(length)
+        else:
+            self.close_connection = True
+
+    def cors_origin(self):
+        """The Access-Control-Allow-Origin for this request, or None when CORS does not apply."""
+        allowed = self.server.cors
+        origin = self.headers.get("Origin") if self.headers else None
+        if allowed is None or origin is None or allowed not in ("*", origin):
+            return None
+        return allowed
+
+    def cors_headers(self):
+        """The CORS headers every response to an allowed origin carries."""
+        origin = self.cors_origin()
+        if origin is None:
+            return []
+        return [("Access-Control-Allow-Origin", origin),
+                ("Access-Control-Expose-Headers", CORS_EXPOSED_HEADERS)]
+
+    def log_request(self, code="-", size="-"):
+        """One line per request on stderr, unless --quiet."""
+        if not self.server.quiet:
+            super().log_request(code, size)
+
+
+# ---------------------------------------------------------------------------------------
+# The server and the command line (S1)
+# ---------------------------------------------------------------------------------------
+
+class UsersServer(ThreadingHTTPServer):
+    """A thread per connection, with the store and the settings the handler reads."""
+
+    daemon_threads = True  # a stalled client never keeps the process from stopping
+    request_queue_size = 128  # the default 5 overflows when a few dozen clients connect
+
+    def __init__(self, address, store, *, api_key, cors, max_body, quiet, timeout):
+        self.store = store
+        self.api_key = api_key
+        self.cors = cors
+        self.max_body = max_body
+        self.quiet = quiet
+        self.idle_timeout = timeout
+        # a response differs by Accept, and by Origin when only one origin gets CORS headers
+        self.vary = "Accept, Origin" if cors not in (None, "*") else "Accept"
+        super().__init__(address, UsersHandler)
+
+    def server_close(self):
+        """Stop listening and close the store."""
+        super().server_close()
+        self.store.close()
+
+    def handle_error(self, request, client_address):
+        """Log a client that went away in one line; anything else with its traceback."""
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            print("%s: connection lost: %s" % (client_address[0], sys.exc_info()[1]),
+                  file=sys.stderr)
+        else:
+            super().handle_error(request, client_address)
+
+
+def make_server(host=DEFAULT_HOST, port=DEFAULT_PORT, *, db=None, api_key=None, cors=None,
+                max_body=DEFAULT_MAX_BODY, quiet=False, timeout=DEFAULT_IDLE_TIMEOUT):
+    """Return a bound, listening, not yet serving server: call serve_forever() on it."""
+    store = SQLiteStore(db) if db else MemoryStore()
+    try:
+        return UsersServer((host, port), store, api_key=api_key, cors=cors,
+                           max_body=max_body, quiet=quiet, timeout=timeout)
+    except BaseException:
+        store.close()
+        raise
+
+
+def port_number(text):
+    """argparse type: a TCP port, 0 to 65535."""
+    if not text.isdigit() or not 0 <= int(text) <= 65535:
+        raise argparse.ArgumentTypeError("must be a number from 0 to 65535, not %r" % text)
+    return int(text)
+
+
+def byte_count(text):
+    """argparse type: a number of bytes, 0 or more."""
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError("must be a whole number of bytes, not %r" % text)
+    return int(text)
+
+
+def parse_arguments(argv):
+    """Read the command line (S1)."""
+    parser = argparse.ArgumentParser(
+        description="A users REST API (JSON and XML) on the Python standard library.")
+    parser.add_argument("--host", default=DEFAULT_HOST,
+                        help="address to listen on (default: %(default)s)")
+    parser.add_argument("--port", type=port_number, default=DEFAULT_PORT,
+                        help="port to listen on, 0 for any free one (default: %(default)s)")
+    parser.add_argument("--db", metavar="PATH",
+                        help="keep users in this SQLite file (default: in memory, lost on exit)")
+    parser.add_argument("--api-key", metavar="KEY",
+                        help="require 'Authorization: Bearer KEY' on /users "
+                             "(default: the API_KEY environment variable, else no auth)")
+    parser.add_argument("--cors", metavar="ORIGIN",
+                        help="let browser pages from ORIGIN (or * for any) call the API")
+    parser.add_argument("--max-body", type=byte_count, default=DEFAULT_MAX_BODY, metavar="BYTES",
+                        help="largest request body accepted (default: %(default)s)")
+    parser.add_argument("--quiet", action="store_true",
+                        help="do not log a line per request on stderr")
+    return parser.parse_args(argv)
+
+
+def stop(signum, frame):
+    """SIGTERM stops the server as Ctrl-C does."""
+    raise KeyboardInterrupt
+
+
+def main(argv=None):
+    """Run the service until Ctrl-C or SIGTERM; return the exit status."""
+    options = parse_arguments(argv)
+    api_key = options.api_key if options.api_key is not None else environ.get("API_KEY")
+    try:
+        server = make_server(options.host, options.port, db=options.db, api_key=api_key or None,
+                             cors=options.cors, max_body=options.max_body, quiet=options.quiet)
+    except (OSError, sqlite3.Error) as error:
+        where = options.db if isinstance(error, sqlite3.Error) else "%s:%d" % (
+            options.host, options.port)
+        print("rest_users: cannot start on %s: %s" % (where, error), file=sys.stderr)
+        return 1
+    signal.signal(signal.SIGTERM, stop)
+    print("Serving users API on http://%s:%d/users (press Ctrl-C to stop)"
+          % (options.host, server.server_address[1]), flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
