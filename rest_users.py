@@ -803,6 +803,15 @@ class UsersHandler(BaseHTTPRequestHandler):
         self.body_read = False
         super().handle_one_request()
 
+    def parse_request(self):
+        """Parse the request head as http.server does, and refuse header lines it would misread."""
+        if not super().parse_request():
+            return False
+        if self.headers.defects:  # a line without a colon, or white space before one
+            self.send_error(HTTPStatus.BAD_REQUEST, "A header line is malformed (RFC 9112 §5)")
+            return False
+        return True
+
     def handle_api_request(self):
         """Answer the request; any error becomes a problem response here, in one place."""
         try:
@@ -1001,6 +1010,8 @@ class UsersHandler(BaseHTTPRequestHandler):
     def send_error(self, code, message=None, explain=None):
         """Answer the errors http.server finds itself (400, 414, 431, 501...) as problems."""
         self.close_connection = True  # the request may not have been read to its end
+        if self.request_version == "HTTP/0.9":  # no version could be read from the request
+            self.request_version = self.protocol_version  # so answer with a full HTTP/1.1 head
         error = ApiError(code, (explain or message or HTTPStatus(code).description) + ".")
         if code == HTTPStatus.NOT_IMPLEMENTED:  # S6: a stranger learns no methods before 401
             try:

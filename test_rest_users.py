@@ -1,0 +1,1375 @@
+"""The users service, tested against SPEC.md Part S over real sockets.
+
+Each configuration (memory store, SQLite store, with an API key, with CORS...) gets one
+real server on port 0, shared by the tests that use it. Behaviour tests run against both
+stores. Tests never sleep to synchronise: they wait on sockets and processes.
+"""
+
+import http.client
+import itertools
+import json
+import os
+import re
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import threading
+from http import HTTPStatus
+
+import pytest
+
+import rest_users
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+KEY = "s3cret-key"
+JSON_TYPE = "application/json; charset=utf-8"
+XML_TYPE = "application/xml; charset=utf-8"
+PROBLEM_JSON = "application/problem+json"
+PROBLEM_XML = "application/problem+xml"
+
+
+# -- servers and a small client ------------------------------------------------------------
+
+def start_server(**options):
+    """A real server on a free port, serving from a daemon thread."""
+    options.setdefault("quiet", True)
+    server = rest_users.make_server("127.0.0.1", 0, **options)
+    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
+    return server
+
+
+def stop_server(server):
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture(scope="module", params=["memory", "sqlite"])
+def server(request, tmp_path_factory):
+    """The default service, once with each store."""
+    db = str(tmp_path_factory.mktemp("db") / "users.db") if request.param == "sqlite" else None
+    running = start_server(db=db)
+    yield running
+    stop_server(running)
+
+
+@pytest.fixture(scope="module")
+def auth_server():
+    running = start_server(api_key=KEY)
+    yield running
+    stop_server(running)
+
+
+class Reply:
+    """A response read whole: status, headers (an http.client.HTTPMessage) and body bytes."""
+
+    def __init__(self, response):
+        self.status = response.status
+        self.headers = response.headers
+        self.body = response.read()
+
+    def json(self):
+        return json.loads(self.body.decode("utf-8"))
+
+    def text(self):
+        return self.body.decode("utf-8")
+
+
+def connect(server, timeout=5):
+    return http.client.HTTPConnection("127.0.0.1", server.server_address[1], timeout=timeout)
+
+
+def call(server, method, path, body=None, headers=None):
+    """Send one request on a new connection. A dict or list body is sent as JSON."""
+    headers = dict(headers or {})
+    if isinstance(body, (dict, list)):
+        body = json.dumps(body)
+        headers.setdefault("Content-Type", "application/json")
+    connection = connect(server)
+    try:
+        connection.request(method, path, body=body, headers=headers)
+        return Reply(connection.getresponse())
+    finally:
+        connection.close()
+
+
+def raw(server, data, timeout=5):
+    """Send raw bytes and return everything the server sends back until it closes."""
+    with socket.create_connection(("127.0.0.1", server.server_address[1]), timeout=timeout) as sock:
+        sock.sendall(data)
+        chunks = []
+        while True:
+            chunk = sock.recv(65536)
+            if not chunk:
+                return b"".join(chunks)
+            chunks.append(chunk)
+
+
+numbers = itertools.count(1)
+
+
+def new_email():
+    return "user%d@example.com" % next(numbers)
+
+
+def create(server, name="Ada Lovelace", email=None, headers=None):
+    """POST a user and return its JSON."""
+    reply = call(server, "POST", "/users", {"name": name, "email": email or new_email()}, headers)
+    assert reply.status == 201, reply.body
+    return reply.json()
+
+
+def assert_problem(reply, status, fmt="json"):
+    """The reply is an RFC 9457 problem with this status; returns the parsed problem (JSON)."""
+    assert reply.status == status
+    if fmt == "xml":
+        assert reply.headers["Content-Type"] == PROBLEM_XML
+        return None
+    assert reply.headers["Content-Type"] == PROBLEM_JSON
+    problem = reply.json()
+    assert problem["type"] == "about:blank"
+    assert problem["title"] == HTTPStatus(status).phrase
+    assert problem["status"] == status
+    assert isinstance(problem["detail"], str) and problem["detail"]
+    return problem
+
+
+# -- S1: starting it -----------------------------------------------------------------------
+
+def run_service(*args, env=None):
+    """Start rest_users.py as a process and return it with its first stdout line."""
+    process = subprocess.Popen([sys.executable, os.path.join(HERE, "rest_users.py")] + list(args),
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               env=env, cwd=HERE)
+    return process, process.stdout.readline()
+
+
+def port_of(banner):
+    return int(banner.rsplit(":", 1)[1].split("/")[0])
+
+
+def test_command_line_prints_one_line_with_the_real_port():
+    process, banner = run_service("--port", "0", "--quiet")
+    try:
+        port = port_of(banner)
+        assert banner == ("Serving users API on http://127.0.0.1:%d/users "
+                          "(press Ctrl-C to stop)\n" % port)
+        assert port != 0
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_sigterm_and_ctrl_c_stop_cleanly_with_status_0(sig, tmp_path):
+    process, banner = run_service("--port", "0", "--db", str(tmp_path / "u.db"))
+    connection = http.client.HTTPConnection("127.0.0.1", port_of(banner), timeout=5)
+    connection.request("GET", "/users")
+    assert connection.getresponse().status == 200
+    connection.close()
+    process.send_signal(sig)
+    _, stderr = process.communicate(timeout=10)
+    assert process.returncode == 0
+    assert "Traceback" not in stderr
+    assert '"GET /users HTTP/1.1" 200' in stderr  # one log line per request by default
+
+
+def test_bad_arguments_print_usage_and_exit_2():
+    result = subprocess.run([sys.executable, "rest_users.py", "--port", "http"], cwd=HERE,
+                            capture_output=True, text=True, timeout=10)
+    assert result.returncode == 2
+    assert result.stderr.startswith("usage: rest_users.py")
+
+
+def test_port_in_use_is_one_clear_line(server):
+    result = subprocess.run([sys.executable, "rest_users.py", "--port",
+                             str(server.server_address[1])],
+                            cwd=HERE, capture_output=True, text=True, timeout=10)
+    assert result.returncode == 1
+    assert result.stderr.count("\n") == 1
+    assert result.stderr.startswith("rest_users: cannot start on 127.0.0.1:")
+    assert "Address already in use" in result.stderr
+
+
+def test_unwritable_db_is_one_clear_line(tmp_path):
+    db = str(tmp_path / "missing-folder" / "users.db")
+    result = subprocess.run([sys.executable, "rest_users.py", "--port", "0", "--db", db],
+                            cwd=HERE, capture_output=True, text=True, timeout=10)
+    assert result.returncode == 1
+    assert result.stderr == "rest_users: cannot start on %s: unable to open database file\n" % db
+
+
+def test_help_explains_every_option():
+    result = subprocess.run([sys.executable, "rest_users.py", "--help"], cwd=HERE,
+                            capture_output=True, text=True, timeout=10)
+    assert result.returncode == 0
+    for option in ("--host", "--port", "--db", "--api-key", "--cors", "--max-body", "--quiet"):
+        assert option in result.stdout
+
+
+def test_api_key_comes_from_the_environment_on_the_command_line():
+    env = dict(os.environ, API_KEY=KEY)
+    process, banner = run_service("--port", "0", "--quiet", env=env)
+    try:
+        connection = http.client.HTTPConnection("127.0.0.1", port_of(banner), timeout=5)
+        connection.request("GET", "/users")
+        assert connection.getresponse().status == 401
+        connection.close()
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+def test_make_server_reads_no_environment(monkeypatch):
+    monkeypatch.setenv("API_KEY", KEY)
+    running = start_server()
+    try:
+        assert call(running, "GET", "/users").status == 200
+    finally:
+        stop_server(running)
+
+
+def test_make_server_returns_a_bound_server_not_yet_serving():
+    running = rest_users.make_server("127.0.0.1", 0, quiet=True)
+    try:
+        assert isinstance(running, rest_users.ThreadingHTTPServer)
+        assert running.server_address[1] != 0
+    finally:
+        running.server_close()
+
+
+# -- S2: the user resource -----------------------------------------------------------------
+
+def test_first_user_has_id_1_and_ids_are_never_reused():
+    running = start_server()
+    try:
+        assert create(running)["id"] == 1
+        assert create(running)["id"] == 2
+        assert call(running, "DELETE", "/users/2").status == 204
+        assert create(running)["id"] == 3
+    finally:
+        stop_server(running)
+
+
+def test_ids_are_not_reused_after_a_restart_with_db(tmp_path):
+    db = str(tmp_path / "users.db")
+    running = start_server(db=db)
+    create(running)
+    last = create(running)["id"]
+    call(running, "DELETE", "/users/%d" % last)
+    stop_server(running)
+    running = start_server(db=db)
+    try:
+        assert create(running)["id"] == last + 1
+        assert call(running, "GET", "/users/1").status == 200  # the data survived the restart
+    finally:
+        stop_server(running)
+
+
+def test_post_returns_the_user_exactly_as_sent(server):
+    reply = call(server, "POST", "/users", {"name": "  Zoë 🦉 李 ", "email": "zoe@example.com"})
+    assert reply.status == 201
+    assert reply.headers["Content-Type"] == JSON_TYPE
+    user = reply.json()
+    assert user == {"id": user["id"], "name": "  Zoë 🦉 李 ", "email": "zoe@example.com"}
+    xml = call(server, "GET", "/users/%d" % user["id"], headers={"Accept": "application/xml"})
+    assert xml.text() == ("<user><id>%d</id><name>  Zoë 🦉 李 </name>"
+                          "<email>zoe@example.com</email></user>" % user["id"])
+
+
+@pytest.mark.parametrize("id_value", [None, 1, "1"])
+def test_an_id_in_a_post_body_is_422(server, id_value):
+    reply = call(server, "POST", "/users", {"id": id_value, "name": "A", "email": new_email()})
+    problem = assert_problem(reply, 422)
+    assert [error["field"] for error in problem["errors"]] == ["id"]
+
+
+def test_put_may_repeat_the_path_id(server):
+    user = create(server)
+    reply = call(server, "PUT", "/users/%d" % user["id"],
+                 {"id": user["id"], "name": "B", "email": user["email"]})
+    assert reply.status == 200
+
+
+@pytest.mark.parametrize("other", ["same-as-string", "other", True, None, 1.0])
+def test_put_with_another_id_is_422(server, other):
+    user = create(server)
+    id_value = {"same-as-string": str(user["id"]), "other": user["id"] + 1000}.get(other, other)
+    if other == 1.0:
+        id_value = float(user["id"])
+    reply = call(server, "PUT", "/users/%d" % user["id"],
+                 {"id": id_value, "name": "B", "email": user["email"]})
+    assert assert_problem(reply, 422)["errors"][0]["field"] == "id"
+
+
+@pytest.mark.parametrize("name, ok", [
+    ("", False), ("   ", False), ("\u3000", False), ("x" * 200, True), ("x" * 201, False),
+    ("🦉" * 200, True), (" padded ", True), (7, False), (None, False), (["A"], False),
+])
+def test_name_rules(server, name, ok):
+    reply = call(server, "POST", "/users", {"name": name, "email": new_email()})
+    if ok:
+        assert reply.status == 201 and reply.json()["name"] == name
+    else:
+        assert assert_problem(reply, 422)["errors"][0]["field"] == "name"
+
+
+@pytest.mark.parametrize("email, ok", [
+    ("a@b", True), ("ab", False), ("@b", False), ("a@", False), ("a@b@c", False),
+    ("a b@c", False), ("a@b\u00a0c", False), ("x" * 251 + "@b.c", False),
+    ("x" * 250 + "@b.c", True), ("user@[::1]", True), (5, False), ("", False),
+])
+def test_email_rules(server, email, ok):
+    reply = call(server, "POST", "/users", {"name": "A", "email": email})
+    if ok:
+        assert reply.status == 201 and reply.json()["email"] == email
+    else:
+        assert assert_problem(reply, 422)["errors"][0]["field"] == "email"
+
+
+@pytest.mark.parametrize("character", ["\x00", "\x01", "\t", "\n", "\r", "\x1f", "\x7f",
+                                       "\ud800", "\udfff", "\ufffe", "\uffff"])
+@pytest.mark.parametrize("field", ["name", "email"])
+def test_characters_xml_cannot_carry_are_422(server, character, field):
+    user = {"name": "A", "email": new_email()}
+    user[field] = "a" + character + user[field]
+    body = json.dumps(user)  # ensure_ascii: lone surrogates travel as \\ud800 escapes
+    reply = call(server, "POST", "/users", body, {"Content-Type": "application/json"})
+    assert assert_problem(reply, 422)["errors"][0]["field"] == field
+
+
+def test_unknown_fields_are_422_not_dropped(server):
+    reply = call(server, "POST", "/users", {"name": "A", "email": new_email(), "age": 3})
+    problem = assert_problem(reply, 422)
+    assert problem["errors"] == [{"field": "age", "message":
+                                  "is not a field of a user; the fields are name and email"}]
+
+
+def test_a_422_lists_every_invalid_field(server):
+    reply = call(server, "POST", "/users", {"name": 5, "email": "nope", "role": "admin"})
+    problem = assert_problem(reply, 422)
+    assert [error["field"] for error in problem["errors"]] == ["name", "email", "role"]
+    assert problem["errors"][0]["message"] == "must be a string, not a number"
+
+
+def test_missing_fields_are_422(server):
+    problem = assert_problem(call(server, "POST", "/users", {}), 422)
+    assert problem["errors"] == [{"field": "name", "message": "is required"},
+                                 {"field": "email", "message": "is required"}]
+
+
+def test_a_field_given_twice_in_json_is_422(server):
+    body = '{"name": "A", "name": "B", "email": "%s"}' % new_email()
+    reply = call(server, "POST", "/users", body, {"Content-Type": "application/json"})
+    assert assert_problem(reply, 422)["errors"] == [
+        {"field": "name", "message": "is given more than once"}]
+
+
+def test_duplicate_email_is_409_ignoring_ascii_case(server):
+    email = new_email()
+    create(server, email=email)
+    reply = call(server, "POST", "/users", {"name": "B", "email": email.upper()})
+    assert_problem(reply, 409)
+
+
+def test_emails_differing_in_non_ascii_case_are_distinct(server):
+    stem = new_email()
+    create(server, email="é" + stem)
+    assert call(server, "POST", "/users", {"name": "B", "email": "É" + stem}).status == 201
+
+
+def test_changing_the_case_of_ones_own_email_is_allowed(server):
+    user = create(server)
+    reply = call(server, "PATCH", "/users/%d" % user["id"], {"email": user["email"].upper()})
+    assert reply.status == 200 and reply.json()["email"] == user["email"].upper()
+
+
+def test_put_to_another_users_email_is_409_and_changes_nothing(server):
+    first, second = create(server), create(server)
+    reply = call(server, "PUT", "/users/%d" % second["id"],
+                 {"name": "X", "email": first["email"]})
+    assert_problem(reply, 409)
+    assert call(server, "GET", "/users/%d" % second["id"]).json() == second
+
+
+def test_a_freed_email_can_be_used_again(server):
+    user = create(server)
+    call(server, "DELETE", "/users/%d" % user["id"])
+    assert create(server, email=user["email"])["email"] == user["email"]
+
+
+# -- S3: representations and negotiation ---------------------------------------------------
+
+@pytest.mark.parametrize("accept, content_type", [
+    (None, JSON_TYPE),
+    ("application/json", JSON_TYPE),
+    ("application/xml", XML_TYPE),
+    ("text/xml", "text/xml; charset=utf-8"),
+    ("text/*", "text/xml; charset=utf-8"),
+    ("*/*", JSON_TYPE),
+    ("application/*", JSON_TYPE),
+    ("application/xml, application/json", JSON_TYPE),
+    ("application/json;q=0.5, application/xml", XML_TYPE),
+    ("application/json;q=0, */*;q=0.5", XML_TYPE),
+    ("application/json;q=0, application/*;q=0.5", XML_TYPE),
+    ("application/json;q=0, text/xml;q=0.3, application/xml;q=0.3", XML_TYPE),
+    ("application/json;q=0.1, text/xml;q=0.9", "text/xml; charset=utf-8"),
+    ("text/html, application/xhtml+xml, application/xml;q=0.9, */*;q=0.8", XML_TYPE),
+    ("APPLICATION/XML", XML_TYPE),
+])
+def test_the_response_format_follows_accept(server, accept, content_type):
+    user = create(server)
+    headers = {"Accept": accept} if accept else {}
+    reply = call(server, "GET", "/users/%d" % user["id"], headers=headers)
+    assert reply.status == 200
+    assert reply.headers["Content-Type"] == content_type
+    assert reply.headers["Vary"] == "Accept"
+    if "xml" in content_type:
+        assert reply.text().startswith("<user><id>%d</id>" % user["id"])
+    else:
+        assert reply.json() == user
+
+
+@pytest.mark.parametrize("accept", ["text/html", "image/png", "application/json;q=0",
+                                    "application/json;q=0, application/xml;q=0, text/xml;q=0"])
+def test_nothing_acceptable_is_406_in_problem_json(server, accept):
+    reply = call(server, "GET", "/users", headers={"Accept": accept})
+    problem = assert_problem(reply, 406)
+    assert "application/json, application/xml or text/xml" in problem["detail"]
+    assert reply.headers["Vary"] == "Accept"
+
+
+def test_a_list_is_an_array_in_json_and_users_in_xml(server):
+    user = create(server)
+    path = "/users?email=%s" % user["email"]
+    assert call(server, "GET", path).json() == [user]
+    xml = call(server, "GET", path, headers={"Accept": "application/xml"})
+    assert xml.text() == ("<users><user><id>%d</id><name>Ada Lovelace</name><email>%s</email>"
+                          "</user></users>" % (user["id"], user["email"]))
+
+
+def test_xml_escapes_markup_in_values(server):
+    user = create(server, name="<b>&\"'</b>")
+    xml = call(server, "GET", "/users/%d" % user["id"], headers={"Accept": "application/xml"})
+    assert "<name>&lt;b&gt;&amp;\"'&lt;/b&gt;</name>" in xml.text()
+
+
+@pytest.mark.parametrize("content_type", ["application/xml", "text/xml",
+                                          "application/xml; charset=UTF-8"])
+def test_an_xml_body_creates_a_user(server, content_type):
+    email = new_email()
+    body = '<?xml version="1.0"?><user><name>Zoë</name><email>%s</email></user>' % email
+    reply = call(server, "POST", "/users", body.encode("utf-8"), {"Content-Type": content_type})
+    assert reply.status == 201
+    assert reply.json()["name"] == "Zoë"
+
+
+def test_a_json_body_with_charset_utf8_is_read(server):
+    body = json.dumps({"name": "A", "email": new_email()})
+    reply = call(server, "POST", "/users", body,
+                 {"Content-Type": "application/json; charset=utf-8"})
+    assert reply.status == 201
+
+
+@pytest.mark.parametrize("method, content_type", [
+    ("POST", "text/plain"), ("POST", "application/x-www-form-urlencoded"),
+    ("POST", "application/merge-patch+json"), ("PUT", "application/merge-patch+json"),
+    ("POST", "application/json; charset=latin-1"), ("PUT", "application/xml; charset=utf-16"),
+    ("PATCH", "text/plain"),
+])
+def test_unsupported_body_types_are_415(server, method, content_type):
+    user = create(server)
+    path = "/users" if method == "POST" else "/users/%d" % user["id"]
+    reply = call(server, method, path, json.dumps({"name": "A", "email": new_email()}),
+                 {"Content-Type": content_type})
+    problem = assert_problem(reply, 415)
+    assert "application/json, application/xml or text/xml" in problem["detail"]
+
+
+def test_a_body_without_content_type_is_415(server):
+    connection = connect(server)
+    connection.putrequest("POST", "/users")
+    body = json.dumps({"name": "A", "email": new_email()}).encode()
+    connection.putheader("Content-Length", str(len(body)))
+    connection.endheaders(body)
+    assert_problem(Reply(connection.getresponse()), 415)
+
+
+@pytest.mark.parametrize("method", ["POST", "PUT", "PATCH"])
+def test_an_empty_body_is_400(server, method):
+    user = create(server)
+    path = "/users" if method == "POST" else "/users/%d" % user["id"]
+    reply = call(server, method, path, b"", {"Content-Type": "application/json"})
+    assert_problem(reply, 400)
+
+
+@pytest.mark.parametrize("body", [b"{", b"[]", b'"a"', b"null", b"\xff\xfe", b"{'a': 1}",
+                                  b'{"name": NaN}', b"[" * 100000])
+def test_malformed_json_is_400(server, body):
+    reply = call(server, "POST", "/users", body, {"Content-Type": "application/json"})
+    assert_problem(reply, 400)
+
+
+@pytest.mark.parametrize("body", [b"<user>", b"<person><name>A</name></person>", b"nope",
+                                  b"<user><name>A</name></user><user/>",
+                                  "<user><name>\xe9</name></user>".encode("latin-1")])
+def test_malformed_xml_is_400(server, body):
+    reply = call(server, "POST", "/users", body, {"Content-Type": "application/xml"})
+    assert_problem(reply, 400)
+
+
+def test_an_xml_field_with_child_elements_is_422(server):
+    body = "<user><name><first>A</first></name><email>%s</email></user>" % new_email()
+    reply = call(server, "POST", "/users", body, {"Content-Type": "application/xml"})
+    assert assert_problem(reply, 422)["errors"] == [
+        {"field": "name", "message": "must be a string, not an element with child elements"}]
+
+
+def test_an_xml_field_given_twice_is_422(server):
+    email = new_email()
+    body = "<user><name>A</name><email>%s</email><email>%s</email></user>" % (email, email)
+    reply = call(server, "POST", "/users", body, {"Content-Type": "application/xml"})
+    assert assert_problem(reply, 422)["errors"][0]["field"] == "email"
+
+
+def test_an_xml_put_may_repeat_the_id(server):
+    user = create(server)
+    body = "<user><id>%d</id><name>B</name><email>%s</email></user>" % (user["id"], user["email"])
+    reply = call(server, "PUT", "/users/%d" % user["id"], body, {"Content-Type": "text/xml"})
+    assert reply.status == 200 and reply.json()["name"] == "B"
+
+
+def test_xml_patch_changes_only_the_fields_given(server):
+    user = create(server)
+    reply = call(server, "PATCH", "/users/%d" % user["id"], "<user><name>C</name></user>",
+                 {"Content-Type": "application/xml", "Accept": "application/xml"})
+    assert reply.status == 200
+    assert reply.text() == "<user><id>%d</id><name>C</name><email>%s</email></user>" % (
+        user["id"], user["email"])
+
+
+# -- S4: routes ----------------------------------------------------------------------------
+
+def test_post_is_201_with_location(server):
+    reply = call(server, "POST", "/users", {"name": "A", "email": new_email()})
+    user = reply.json()
+    assert reply.status == 201
+    assert reply.headers["Location"] == "/users/%d" % user["id"]
+    assert reply.headers["ETag"] == '"1-json"'
+
+
+def test_get_returns_the_user(server):
+    user = create(server)
+    reply = call(server, "GET", "/users/%d" % user["id"])
+    assert reply.status == 200
+    assert reply.json() == user
+    assert reply.headers["Content-Length"] == str(len(reply.body))
+
+
+def test_put_replaces_the_user(server):
+    user = create(server)
+    email = new_email()
+    reply = call(server, "PUT", "/users/%d" % user["id"], {"name": "Grace", "email": email})
+    assert reply.status == 200
+    assert reply.json() == {"id": user["id"], "name": "Grace", "email": email}
+    assert call(server, "GET", "/users/%d" % user["id"]).json() == reply.json()
+
+
+def test_put_needs_every_field(server):
+    user = create(server)
+    reply = call(server, "PUT", "/users/%d" % user["id"], {"name": "Grace"})
+    assert assert_problem(reply, 422)["errors"] == [{"field": "email", "message": "is required"}]
+
+
+def test_put_does_not_create(server):
+    reply = call(server, "PUT", "/users/999999", {"name": "A", "email": new_email()})
+    assert_problem(reply, 404)
+
+
+@pytest.mark.parametrize("content_type", ["application/merge-patch+json", "application/json"])
+def test_patch_is_a_merge_patch(server, content_type):
+    user = create(server)
+    reply = call(server, "PATCH", "/users/%d" % user["id"], json.dumps({"name": "Grace"}),
+                 {"Content-Type": content_type})
+    assert reply.status == 200
+    assert reply.json() == dict(user, name="Grace")
+
+
+def test_patch_cannot_remove_a_field_with_null(server):
+    user = create(server)
+    reply = call(server, "PATCH", "/users/%d" % user["id"], {"name": None})
+    assert assert_problem(reply, 422)["errors"] == [
+        {"field": "name", "message": "must be a string, not null"}]
+
+
+def test_delete_is_204_without_body_then_404(server):
+    user = create(server)
+    reply = call(server, "DELETE", "/users/%d" % user["id"])
+    assert reply.status == 204
+    assert reply.body == b""
+    assert "Content-Length" not in reply.headers
+    assert_problem(call(server, "GET", "/users/%d" % user["id"]), 404)
+    assert_problem(call(server, "DELETE", "/users/%d" % user["id"]), 404)
+
+
+@pytest.mark.parametrize("path", ["/users", "/users/1", "/"])
+def test_head_has_the_headers_of_get_and_no_body(server, path):
+    create(server)
+    get = call(server, "GET", path)
+    head = call(server, "HEAD", path)
+    assert head.status == 200 and head.body == b""
+    for name in ("Content-Type", "Content-Length", "ETag", "X-Total-Count", "Vary"):
+        assert head.headers[name] == get.headers[name]
+
+
+@pytest.mark.parametrize("path, allow", [
+    ("/users", "GET, POST, HEAD, OPTIONS"),
+    ("/users/1", "GET, PUT, PATCH, DELETE, HEAD, OPTIONS"),
+    ("/users/987654321", "GET, PUT, PATCH, DELETE, HEAD, OPTIONS"),
+    ("/", "GET, HEAD, OPTIONS"),
+])
+def test_options_is_204_with_allow(server, path, allow):
+    reply = call(server, "OPTIONS", path)
+    assert reply.status == 204
+    assert reply.headers["Allow"] == allow
+    assert reply.body == b"" and "Content-Length" not in reply.headers
+
+
+@pytest.mark.parametrize("method, path, allow", [
+    ("DELETE", "/users", "GET, POST, HEAD, OPTIONS"),
+    ("PUT", "/users", "GET, POST, HEAD, OPTIONS"),
+    ("POST", "/users/1", "GET, PUT, PATCH, DELETE, HEAD, OPTIONS"),
+    ("DELETE", "/", "GET, HEAD, OPTIONS"),
+])
+def test_a_method_not_on_this_path_is_405_with_allow(server, method, path, allow):
+    reply = call(server, method, path)
+    assert_problem(reply, 405)
+    assert reply.headers["Allow"] == allow
+
+
+@pytest.mark.parametrize("method", ["TRACE", "BREW", "CONNECT", "PROPFIND"])
+def test_a_method_the_service_does_not_know_is_501(server, method):
+    assert_problem(call(server, method, "/users"), 501)
+
+
+@pytest.mark.parametrize("path", ["/nope", "/users/abc", "/users/-1", "/users/01", "/users/0",
+                                  "/users/1.0", "/users/99999999999999999999",
+                                  "/users/9223372036854775808", "/users//1", "/users/1/x",
+                                  "/Users", "/usersX", "/users/%31"])
+def test_paths_that_are_not_routes_are_404(server, path):
+    assert_problem(call(server, "GET", path), 404)
+
+
+def test_the_largest_id_is_a_missing_user_not_an_error(server):
+    assert_problem(call(server, "GET", "/users/9223372036854775807"), 404)
+
+
+def test_trailing_slashes_name_the_same_resources(server):
+    user = create(server)
+    assert call(server, "GET", "/users/").status == 200
+    assert call(server, "GET", "/users/%d/" % user["id"]).json() == user
+
+
+def test_a_query_string_does_not_change_item_routes(server):
+    user = create(server)
+    assert call(server, "GET", "/users/%d?x=1" % user["id"]).json() == user
+
+
+def test_the_index_points_to_the_users(server):
+    assert call(server, "GET", "/").json() == {"users": "/users"}
+    xml = call(server, "GET", "/", headers={"Accept": "application/xml"})
+    assert xml.text() == "<index><users>/users</users></index>"
+
+
+# -- S5: listing ---------------------------------------------------------------------------
+
+LISTED = [("Carol", "carol@example.com"), ("alice", "Alice@example.com"),
+          ("Bob", "bob@example.com"), ("Carol", "carol2@example.com"),
+          ("Émile", "emile@example.com")]
+
+
+@pytest.fixture(scope="module", params=["memory", "sqlite"])
+def listing(request, tmp_path_factory):
+    """A server holding exactly LISTED, ids 1 to 5, for read-only list tests."""
+    db = str(tmp_path_factory.mktemp("db") / "list.db") if request.param == "sqlite" else None
+    running = start_server(db=db)
+    for name, email in LISTED:
+        create(running, name, email)
+    yield running
+    stop_server(running)
+
+
+def ids(reply):
+    return [user["id"] for user in reply.json()]
+
+
+def test_the_list_defaults_to_id_order_and_counts(listing):
+    reply = call(listing, "GET", "/users")
+    assert ids(reply) == [1, 2, 3, 4, 5]
+    assert reply.headers["X-Total-Count"] == "5"
+    assert reply.headers["Link"] == ('</users?limit=100&offset=0>; rel="first", '
+                                     '</users?limit=100&offset=0>; rel="last"')
+
+
+@pytest.mark.parametrize("sort, expected", [
+    ("id", [1, 2, 3, 4, 5]), ("-id", [5, 4, 3, 2, 1]),
+    ("name", [3, 1, 4, 2, 5]), ("-name", [5, 2, 1, 4, 3]),
+    ("email", [2, 3, 4, 1, 5]), ("-email", [5, 1, 4, 3, 2]),
+])
+def test_sorting_compares_code_points_with_ties_by_id(listing, sort, expected):
+    assert ids(call(listing, "GET", "/users?sort=" + sort)) == expected
+
+
+def test_paging_gives_links_that_keep_the_other_parameters(listing):
+    reply = call(listing, "GET", "/users?sort=-name&limit=2&offset=2")
+    assert ids(reply) == [1, 4]
+    assert reply.headers["X-Total-Count"] == "5"
+    assert reply.headers["Link"] == ", ".join([
+        '</users?sort=-name&limit=2&offset=0>; rel="first"',
+        '</users?sort=-name&limit=2&offset=4>; rel="last"',
+        '</users?sort=-name&limit=2&offset=0>; rel="prev"',
+        '</users?sort=-name&limit=2&offset=4>; rel="next"'])
+
+
+def test_an_offset_past_the_end_is_an_empty_page(listing):
+    reply = call(listing, "GET", "/users?offset=50&limit=10")
+    assert reply.status == 200 and reply.json() == []
+    assert reply.headers["Link"] == ('</users?limit=10&offset=0>; rel="first", '
+                                     '</users?limit=10&offset=0>; rel="last", '
+                                     '</users?limit=10&offset=40>; rel="prev"')
+
+
+def test_the_name_filter_is_exact_and_case_sensitive(listing):
+    reply = call(listing, "GET", "/users?name=Carol")
+    assert ids(reply) == [1, 4]
+    assert reply.headers["X-Total-Count"] == "2"
+    assert ids(call(listing, "GET", "/users?name=carol")) == []
+    assert ids(call(listing, "GET", "/users?name=Caro")) == []
+
+
+def test_the_email_filter_ignores_ascii_case(listing):
+    assert ids(call(listing, "GET", "/users?email=ALICE@EXAMPLE.COM")) == [2]
+    assert ids(call(listing, "GET", "/users?email=alice@example.com&name=alice")) == [2]
+    assert ids(call(listing, "GET", "/users?email=alice@example.com&name=Bob")) == []
+
+
+def test_query_strings_decode_plus_as_space(listing):
+    running = start_server()
+    try:
+        create(running, "Ada Lovelace", "a+b@example.com")
+        assert ids(call(running, "GET", "/users?name=Ada+Lovelace")) == [1]
+        assert ids(call(running, "GET", "/users?email=a%2Bb@example.com")) == [1]
+        link = call(running, "GET", "/users?name=Ada+Lovelace").headers["Link"]
+        assert link.startswith('</users?name=Ada+Lovelace&limit=100&offset=0>; rel="first"')
+    finally:
+        stop_server(running)
+
+
+@pytest.mark.parametrize("query", [
+    "limit=0", "limit=1001", "limit=+5", "limit=%205", "limit=1_0", "limit=%C2%B2", "limit=5.0",
+    "limit=-1", "offset=-1", "offset=x", "limit=", "name=", "limit=1&limit=2", "sort=age",
+    "sort=+name", "foo=1", "limit=99999999999999999999999", "name=%FF", "offset=" + "9" * 5000,
+])
+def test_bad_query_parameters_are_400(listing, query):
+    problem = assert_problem(call(listing, "GET", "/users?" + query), 400)
+    assert "query" in problem["detail"] or "sort" in problem["detail"]
+
+
+def test_the_page_size_can_be_1000(listing):
+    assert call(listing, "GET", "/users?limit=1000").status == 200
+
+
+# -- S6: errors ----------------------------------------------------------------------------
+
+def test_a_client_preferring_xml_gets_problem_xml(server):
+    reply = call(server, "GET", "/users/999999", headers={"Accept": "application/xml"})
+    assert_problem(reply, 404, "xml")
+    assert reply.text() == (
+        '<problem xmlns="urn:ietf:rfc:7807"><type>about:blank</type><title>Not Found</title>'
+        "<status>404</status><detail>There is no user with id 999999.</detail></problem>")
+
+
+def test_a_422_in_xml_lists_errors_as_i_elements(server):
+    reply = call(server, "POST", "/users", {"name": "", "email": new_email()},
+                 {"Accept": "text/xml"})
+    assert_problem(reply, 422, "xml")
+    assert ("<errors><i><field>name</field><message>must not be empty or only white space"
+            "</message></i></errors></problem>") in reply.text()
+
+
+def test_a_404_path_is_a_problem(server):
+    problem = assert_problem(call(server, "GET", "/nope"), 404)
+    assert problem["detail"] == "There is nothing at /nope; the users are at /users."
+
+
+def test_a_request_line_too_long_is_414_problem(server):
+    reply = raw(server, b"GET /" + b"a" * 70000 + b" HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert reply.startswith(b"HTTP/1.1 414 ")
+    assert b"Content-Type: application/problem+json" in reply
+    assert b'"status": 414' in reply
+
+
+def test_too_many_headers_is_431_problem(server):
+    headers = b"".join(b"X-%d: 1\r\n" % n for n in range(101))
+    reply = raw(server, b"GET /users HTTP/1.1\r\nHost: x\r\n" + headers + b"\r\n")
+    assert reply.startswith(b"HTTP/1.1 431 ")
+    assert b'"status": 431' in reply
+
+
+def test_a_header_line_too_long_is_431_problem(server):
+    reply = raw(server, b"GET /users HTTP/1.1\r\nX-Big: " + b"a" * 70000 + b"\r\n\r\n")
+    assert reply.startswith(b"HTTP/1.1 431 ")
+    assert b"application/problem+json" in reply
+
+
+def test_http_2_is_505_problem(server):
+    reply = raw(server, b"GET /users HTTP/2.0\r\n\r\n")
+    assert reply.startswith(b"HTTP/1.1 505 ")
+    assert b'"status": 505' in reply
+
+
+@pytest.mark.parametrize("request_line", [b"GET\r\n", b"GET /users HTTP/1.1 extra\r\n",
+                                          b"GET /users HTTX/1.1\r\n"])
+def test_a_malformed_request_line_is_400_problem(server, request_line):
+    reply = raw(server, request_line + b"\r\n")
+    assert reply.startswith(b"HTTP/1.1 400 ")
+    assert b"application/problem+json" in reply
+
+
+def test_a_bug_is_a_500_that_tells_nothing_internal(server, monkeypatch):
+    def broken(user_id):
+        raise RuntimeError("secret internals")
+    monkeypatch.setattr(server.store, "get", broken)
+    reply = call(server, "GET", "/users/1")
+    problem = assert_problem(reply, 500)
+    assert "secret" not in reply.text() and "Traceback" not in reply.text()
+    assert problem["detail"] == "The server met an unexpected error; it has been logged."
+    monkeypatch.undo()
+    assert call(server, "GET", "/users").status == 200  # and it goes on serving
+
+
+@pytest.mark.parametrize("method, path, headers, body, status", [
+    # a stranger learns nothing: 401 before 404, 405, 501 and body errors
+    ("GET", "/users/abc", {}, None, 401),
+    ("DELETE", "/users", {}, None, 401),
+    ("BREW", "/users", {}, None, 401),
+    ("POST", "/users", {"Content-Type": "text/plain"}, "x", 401),
+    # authenticated: the path, then the method, then the format, then the body
+    ("BREW", "/nope", {}, None, 501),
+    ("POST", "/nope", {"Authorization": "Bearer " + KEY}, "{", 404),
+    ("DELETE", "/users", {"Authorization": "Bearer " + KEY, "Accept": "image/png"}, None, 405),
+    ("POST", "/users", {"Authorization": "Bearer " + KEY, "Accept": "image/png",
+                        "Content-Type": "text/plain"}, "x", 406),
+    ("POST", "/users", {"Authorization": "Bearer " + KEY, "Content-Type": "text/plain"},
+     "{", 415),
+    ("PUT", "/users/999999", {"Authorization": "Bearer " + KEY,
+                              "Content-Type": "application/json"}, "{", 400),
+    ("PUT", "/users/999999", {"Authorization": "Bearer " + KEY, "If-Match": '"x"',
+                              "Content-Type": "application/json"}, '{"name": 1}', 404),
+])
+def test_the_first_problem_in_s6_order_answers(auth_server, method, path, headers, body, status):
+    reply = call(auth_server, method, path, body, headers)
+    assert_problem(reply, status)
+
+
+def test_a_precondition_comes_before_fields_and_fields_before_uniqueness(server):
+    first, second = create(server), create(server)
+    path = "/users/%d" % second["id"]
+    bad = {"name": "", "email": first["email"]}
+    assert_problem(call(server, "PUT", path, bad, {"If-Match": '"9-json"'}), 412)
+    assert_problem(call(server, "PUT", path, bad), 422)
+    assert_problem(call(server, "PUT", path, dict(bad, name="B")), 409)
+
+
+def test_content_length_with_transfer_encoding_is_400_and_closes(server):
+    reply = raw(server, b"POST /users HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                        b"Content-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n"
+                        b"0\r\n\r\nGET /users/1 HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert reply.startswith(b"HTTP/1.1 400 ")
+    assert b"Connection: close" in reply
+    assert reply.count(b"HTTP/1.1 ") == 1  # what followed was never read as a request
+
+
+def test_a_chunked_body_is_411_and_closes(server):
+    reply = raw(server, b"POST /users HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                        b"Transfer-Encoding: chunked\r\n\r\n"
+                        b"5\r\n{\"a\":\r\n0\r\n\r\nGET /users/1 HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert reply.startswith(b"HTTP/1.1 411 ")
+    assert b"Connection: close" in reply
+    assert reply.count(b"HTTP/1.1 ") == 1
+
+
+@pytest.mark.parametrize("lengths", [[b"+5"], [b"5 5"], [b"-1"], [b"0x5"], [b"5", b"6"],
+                                     [b"5, 5"]])
+def test_a_bad_content_length_is_400_and_closes(server, lengths):
+    headers = b"".join(b"Content-Length: " + value + b"\r\n" for value in lengths)
+    reply = raw(server, b"POST /users HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                + headers + b"\r\n{}{}{}{}")
+    assert reply.startswith(b"HTTP/1.1 400 ")
+    assert b"Connection: close" in reply
+
+
+def test_the_same_content_length_twice_is_accepted(server):
+    body = json.dumps({"name": "A", "email": new_email()}).encode()
+    length = b"Content-Length: %d\r\n" % len(body)
+    reply = raw(server, b"POST /users HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                + length + length + b"Connection: close\r\n\r\n" + body)
+    assert reply.startswith(b"HTTP/1.1 201 ")
+
+
+@pytest.fixture(scope="module")
+def small_body_server():
+    running = start_server(max_body=100)
+    yield running
+    stop_server(running)
+
+
+def test_a_body_over_max_body_is_413_without_reading_it(small_body_server):
+    with socket.create_connection(("127.0.0.1", small_body_server.server_address[1]),
+                                  timeout=5) as sock:
+        # Only the headers go out: the server must answer without waiting for 10 MB.
+        sock.sendall(b"POST /users HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                     b"Content-Length: 10000000\r\n\r\n")
+        reply = sock.makefile("rb").read()
+    assert reply.startswith(b"HTTP/1.1 413 ")
+    assert b"Connection: close" in reply
+    assert b'"status": 413' in reply
+
+
+def test_a_body_at_max_body_is_accepted(small_body_server):
+    body = json.dumps({"name": "A" * 40, "email": new_email()})
+    body += " " * (100 - len(body))
+    reply = call(small_body_server, "POST", "/users", body, {"Content-Type": "application/json"})
+    assert reply.status == 201
+
+
+def test_errors_leave_the_store_unchanged(server):
+    user = create(server)
+    path = "/users/%d" % user["id"]
+    attempts = [("PUT", {"name": "", "email": "x"}), ("PATCH", {"email": "bad"}),
+                ("PATCH", {"name": "Z", "id": 12345}), ("PUT", {"name": "Z"}),
+                ("PATCH", {"name": "Z", "extra": 1})]
+    for method, body in attempts:
+        assert call(server, method, path, body).status == 422
+    reply = call(server, "GET", path)
+    assert reply.json() == user and reply.headers["ETag"] == '"1-json"'
+
+
+# Requests of every shape a client might get wrong: none of them may produce a 5xx.
+BAD_INPUTS = [
+    ("POST", "/users", {"Content-Type": "application/json"}, b"\x00\x01\x02"),
+    ("POST", "/users", {"Content-Type": "application/json"}, b'{"name": {"a": [1, {}]}}'),
+    ("POST", "/users", {"Content-Type": "application/json"}, b'{"\\ud800": 1}'),
+    ("POST", "/users", {"Content-Type": "application/json"}, b'{"name": "\\ud800\\udc00"}'),
+    ("POST", "/users", {"Content-Type": "application/json"}, b"1e999999"),
+    ("POST", "/users", {"Content-Type": "application/json"}, b'{"name": 1e999999}'),
+    ("POST", "/users", {"Content-Type": "application/json"}, b"\xef\xbb\xbf{}"),
+    ("POST", "/users", {"Content-Type": "application/json"}, b'{"a": "' + b"x" * 5000 + b'"}'),
+    ("POST", "/users", {"Content-Type": "application/json", "Accept": "text/xml"},
+     b'{"\\u0001": 1}'),
+    ("POST", "/users", {"Content-Type": "application/xml"}, b"<user><name>&bogus;</name></user>"),
+    ("POST", "/users", {"Content-Type": "application/xml"}, b"<user>" * 10000),
+    ("POST", "/users", {"Content-Type": "application/xml"}, b'<user a="1"><name/></user>'),
+    ("POST", "/users", {"Content-Type": "application/xml"}, b"<user><id>x</id></user>"),
+    ("POST", "/users", {"Content-Type": "application/xml"}, b"<user><name>&#1;</name></user>"),
+    ("POST", "/users", {"Content-Type": "application/xml"}, b"<?xml version='1.0' "
+                                                            b"encoding='latin-1'?><user/>"),
+    ("POST", "/users", {"Content-Type": ";;;="}, b"{}"),
+    ("POST", "/users", {"Content-Type": "application/json; charset"}, b"{}"),
+    ("PATCH", "/users/1", {"Content-Type": "application/json"}, b'{"id": 99999999999999999999}'),
+    ("PATCH", "/users/1", {"Content-Type": "application/xml"},
+     b"<user><id>99999999999999999999</id></user>"),
+    ("GET", "/users/1", {"If-None-Match": '"""'}, None),
+    ("PUT", "/users/1", {"If-Match": "W/", "Content-Type": "application/json"}, b"{}"),
+    ("GET", "/users", {"Accept": "application/json;q=abc"}, None),
+    ("GET", "/users", {"Accept": ";,/,*/;q=,"}, None),
+    ("GET", "/users", {"Accept": "application/json;q=NaN, application/xml;q=inf"}, None),
+    ("GET", "/users?%", {}, None),
+    ("GET", "/users?limit=%00", {}, None),
+    ("GET", "/users?&&&", {}, None),
+    ("GET", "/users?sort=%FF%FE", {}, None),
+    ("GET", "/%00", {}, None),
+    ("GET", "/users", {"Authorization": "Bearer \u00e9"}, None),
+]
+
+
+@pytest.mark.parametrize("method, path, headers, body", BAD_INPUTS)
+def test_no_bad_input_produces_a_5xx(server, method, path, headers, body):
+    create(server)
+    reply = call(server, method, path, body, headers)
+    assert reply.status < 500, reply.body
+    assert call(server, "GET", "/users?limit=1").status == 200
+
+
+@pytest.mark.parametrize("request_bytes", [
+    b"GET /users/\xc3\xa9 HTTP/1.1\r\nHost: x\r\n\r\n",
+    b"GET /users HTTP/1.1\r\nAuthorization: Bearer \xff\xfe\r\n\r\n",
+    b"GET /users HTTP/1.1\r\nAccept: \xe9\r\n\r\n",
+])
+def test_non_ascii_and_odd_bytes_in_the_head_are_not_a_500(server, request_bytes):
+    reply = raw(server, request_bytes.replace(b"\r\n\r\n", b"\r\nConnection: close\r\n\r\n"))
+    assert re.match(rb"HTTP/1\.1 [234]\d\d ", reply), reply
+
+
+@pytest.mark.parametrize("header_line", [b"no colon here", b"Content-Length : 25"])
+def test_a_malformed_header_line_is_400_and_closes(server, header_line):
+    smuggled = b"GET /users/1 HTTP/1.1\r\n\r\n"
+    reply = raw(server, b"POST /users HTTP/1.1\r\nHost: x\r\n" + header_line +
+                b"\r\nContent-Type: application/json\r\n\r\n" + smuggled)
+    assert reply.startswith(b"HTTP/1.1 400 ")
+    assert b"Connection: close" in reply
+    assert reply.count(b"HTTP/1.1 ") == 1
+
+
+def test_a_deeply_nested_xml_body_is_not_a_500(server):
+    body = b"<user><name>" + b"<a>" * 50000 + b"</a>" * 50000 + b"</name></user>"
+    reply = call(server, "POST", "/users", body, {"Content-Type": "application/xml"})
+    assert reply.status == 422
+
+
+# -- S7: authentication --------------------------------------------------------------------
+
+@pytest.mark.parametrize("authorization", [None, "", "Basic dXNlcjpwYXNz", "Bearer",
+                                           "Bearer ", "Bearer a b", "Token " + KEY])
+def test_a_missing_or_malformed_authorization_is_401(auth_server, authorization):
+    headers = {"Authorization": authorization} if authorization is not None else {}
+    reply = call(auth_server, "GET", "/users", headers=headers)
+    assert_problem(reply, 401)
+    assert reply.headers["WWW-Authenticate"] == 'Bearer realm="users"'
+
+
+@pytest.mark.parametrize("token", [KEY + "x", KEY[:-1], "x", KEY.upper(), "é"])
+def test_a_wrong_token_is_401_invalid_token(auth_server, token):
+    reply = call(auth_server, "GET", "/users", headers={"Authorization": "Bearer " + token})
+    assert_problem(reply, 401)
+    assert reply.headers["WWW-Authenticate"] == 'Bearer realm="users", error="invalid_token"'
+
+
+@pytest.mark.parametrize("scheme", ["Bearer", "bearer", "BEARER"])
+def test_the_key_opens_the_users_with_any_case_of_bearer(auth_server, scheme):
+    headers = {"Authorization": scheme + " " + KEY}
+    reply = call(auth_server, "POST", "/users", {"name": "A", "email": new_email()}, headers)
+    assert reply.status == 201
+    assert call(auth_server, "GET", reply.headers["Location"], headers=headers).status == 200
+
+
+@pytest.mark.parametrize("method, path", [("GET", "/users/1"), ("DELETE", "/users/1"),
+                                          ("GET", "/users/x/y"), ("PATCH", "/users"),
+                                          ("HEAD", "/users")])
+def test_every_users_path_and_method_needs_the_key(auth_server, method, path):
+    reply = call(auth_server, method, path)
+    assert reply.status == 401
+    assert KEY not in reply.text() and KEY not in str(reply.headers)
+
+
+@pytest.mark.parametrize("method, path, status", [("GET", "/", 200), ("OPTIONS", "/users", 204),
+                                                  ("OPTIONS", "/users/1", 204),
+                                                  ("GET", "/usersX", 404), ("GET", "/x", 404)])
+def test_paths_outside_users_and_options_stay_open(auth_server, method, path, status):
+    assert call(auth_server, method, path).status == status
+
+
+def test_the_key_never_appears_in_the_log(capfd):
+    running = start_server(api_key=KEY, quiet=False)
+    try:
+        call(running, "GET", "/users", headers={"Authorization": "Bearer " + KEY})
+        call(running, "GET", "/users", headers={"Authorization": "Bearer wrong"})
+    finally:
+        stop_server(running)
+    err = capfd.readouterr().err
+    assert '"GET /users HTTP/1.1" 200' in err and '"GET /users HTTP/1.1" 401' in err
+    assert KEY not in err
+
+
+# -- S8: versions and conditional requests -------------------------------------------------
+
+def test_etags_differ_by_format_and_change_with_the_user(server):
+    user = create(server)
+    path = "/users/%d" % user["id"]
+    json_tag = call(server, "GET", path).headers["ETag"]
+    xml_tag = call(server, "GET", path, headers={"Accept": "application/xml"}).headers["ETag"]
+    assert (json_tag, xml_tag) == ('"1-json"', '"1-xml"')
+    changed = call(server, "PATCH", path, {"name": "Grace"})
+    assert changed.headers["ETag"] == '"2-json"'
+    assert call(server, "GET", path).headers["ETag"] == '"2-json"'
+
+
+@pytest.mark.parametrize("if_none_match", ['"1-json"', 'W/"1-json"', '"x", "1-json"', "*"])
+def test_if_none_match_gives_304_without_body(server, if_none_match):
+    user = create(server)
+    reply = call(server, "GET", "/users/%d" % user["id"], headers={"If-None-Match": if_none_match})
+    assert reply.status == 304
+    assert reply.body == b""
+    assert reply.headers["ETag"] == '"1-json"'
+    assert reply.headers["Vary"] == "Accept"
+    assert "Content-Length" not in reply.headers
+
+
+def test_if_none_match_with_another_tag_gives_200(server):
+    user = create(server)
+    reply = call(server, "GET", "/users/%d" % user["id"],
+                 headers={"If-None-Match": '"1-xml"'})
+    assert reply.status == 200 and reply.json() == user
+
+
+def test_head_with_if_none_match_gives_304(server):
+    user = create(server)
+    reply = call(server, "HEAD", "/users/%d" % user["id"], headers={"If-None-Match": '"1-json"'})
+    assert reply.status == 304
+
+
+@pytest.mark.parametrize("method", ["PUT", "PATCH", "DELETE"])
+def test_if_match_with_a_stale_tag_is_412_and_changes_nothing(server, method):
+    user = create(server)
+    path = "/users/%d" % user["id"]
+    call(server, "PATCH", path, {"name": "Changed"})
+    body = {"name": "Mine", "email": user["email"]} if method != "DELETE" else None
+    reply = call(server, method, path, body, {"If-Match": '"1-json"'})
+    assert_problem(reply, 412)
+    assert call(server, "GET", path).json()["name"] == "Changed"
+
+
+@pytest.mark.parametrize("if_match", ['"1-json"', "*", '"0-json", "1-json"'])
+def test_if_match_with_the_current_tag_writes(server, if_match):
+    user = create(server)
+    reply = call(server, "PUT", "/users/%d" % user["id"],
+                 {"name": "B", "email": user["email"]}, {"If-Match": if_match})
+    assert reply.status == 200 and reply.headers["ETag"] == '"2-json"'
+
+
+def test_if_match_never_matches_a_weak_tag(server):
+    user = create(server)
+    reply = call(server, "DELETE", "/users/%d" % user["id"], headers={"If-Match": 'W/"1-json"'})
+    assert_problem(reply, 412)
+
+
+def test_if_match_compares_with_the_negotiated_format(server):
+    user = create(server)
+    path = "/users/%d" % user["id"]
+    headers = {"Accept": "application/xml", "If-Match": '"1-xml"'}
+    reply = call(server, "PATCH", path, "<user><name>X</name></user>",
+                 dict(headers, **{"Content-Type": "application/xml"}))
+    assert reply.status == 200 and reply.headers["ETag"] == '"2-xml"'
+    assert_problem(call(server, "DELETE", path, headers={"If-Match": '"2-xml"'}), 412)
+
+
+def test_if_match_on_a_missing_user_is_404(server):
+    reply = call(server, "DELETE", "/users/999999", headers={"If-Match": "*"})
+    assert_problem(reply, 404)
+
+
+def test_two_writers_with_the_same_tag_one_wins_one_gets_412(server):
+    user = create(server)
+    path = "/users/%d" % user["id"]
+    statuses = []
+    barrier = threading.Barrier(8)
+
+    def write(n):
+        barrier.wait()
+        reply = call(server, "PUT", path, {"name": "Writer %d" % n, "email": user["email"]},
+                     {"If-Match": '"1-json"'})
+        statuses.append(reply.status)
+
+    threads = [threading.Thread(target=write, args=(n,)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(statuses) == [200] + [412] * 7
+    assert call(server, "GET", path).headers["ETag"] == '"2-json"'
+
+
+# -- S9: storage ---------------------------------------------------------------------------
+
+def test_with_db_no_acknowledged_write_is_lost_to_kill_9(tmp_path):
+    db = str(tmp_path / "users.db")
+    process, banner = run_service("--port", "0", "--quiet", "--db", db)
+    port = port_of(banner)
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+    acknowledged = []
+    for n in range(50):
+        body = json.dumps({"name": "Durable %d" % n, "email": "durable%d@example.com" % n})
+        connection.request("POST", "/users", body, {"Content-Type": "application/json"})
+        response = connection.getresponse()
+        response.read()
+        acknowledged.append(response.status)
+    process.kill()  # SIGKILL, straight after the last 201
+    process.wait(10)
+    assert acknowledged == [201] * 50
+    rows = sqlite3.connect(db).execute("SELECT id, name FROM users ORDER BY id").fetchall()
+    assert rows == [(n + 1, "Durable %d" % n) for n in range(50)]
+
+
+def test_the_db_enforces_unique_emails_ignoring_case(tmp_path):
+    store = rest_users.SQLiteStore(str(tmp_path / "u.db"))
+    store.create("A", "a@example.com")
+    with pytest.raises(rest_users.ApiError) as raised:
+        store.create("B", "A@EXAMPLE.COM")
+    assert raised.value.status == 409
+    store.close()
+
+
+def test_sorted_pages_with_db_read_an_index(tmp_path):
+    store = rest_users.SQLiteStore(str(tmp_path / "u.db"))
+    for sort in ("name", "-name", "email", "-email"):
+        field = sort.lstrip("-")
+        order = "DESC" if sort.startswith("-") else "ASC"
+        plan = store.db.execute("EXPLAIN QUERY PLAN SELECT * FROM users ORDER BY %s %s, id "
+                                "LIMIT 10" % (field, order)).fetchall()
+        assert "USING INDEX" in str(plan) and "TEMP B-TREE" not in str(plan), plan
+    store.close()
+
+
+# -- S10: serving --------------------------------------------------------------------------
+
+def test_one_connection_carries_many_requests(server):
+    connection = connect(server)
+    for n in range(3):
+        connection.request("POST", "/users", json.dumps({"name": "K", "email": new_email()}),
+                           {"Content-Type": "application/json"})
+        response = connection.getresponse()
+        assert response.status == 201
+        assert response.getheader("Connection") is None
+        response.read()
+        connection.request("GET", "/users?limit=100")
+        response = connection.getresponse()
+        assert response.status == 200 and int(response.getheader("Content-Length")) > 0
+        response.read()
+    connection.close()
+
+
+@pytest.mark.parametrize("method, path, headers", [
+    ("POST", "/users", {}),                                       # 415: no Content-Type
+    ("DELETE", "/users", {"Content-Type": "application/json"}),  # 405
+    ("GET", "/users/1", {"Content-Type": "application/json"}),   # a GET with a body
+    ("POST", "/nope", {"Content-Type": "application/json"}),     # 404
+])
+def test_an_unread_body_does_not_poison_the_connection(server, method, path, headers):
+    create(server)
+    with socket.create_connection(("127.0.0.1", server.server_address[1]), timeout=5) as sock:
+        body = b'GET /users/1 HTTP/1.1\r\nHost: x\r\n\r\n'  # a body that looks like a request
+        head = "%s %s HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n" % (method, path, len(body))
+        head += "".join("%s: %s\r\n" % item for item in headers.items())
+        sock.sendall(head.encode() + b"\r\n" + body + b"GET /users?limit=1 HTTP/1.1\r\n"
+                     b"Host: x\r\nConnection: close\r\n\r\n")
+        reply = sock.makefile("rb").read()
+    statuses = re.findall(rb"HTTP/1\.1 (\d{3}) ", reply)
+    assert len(statuses) == 2
+    assert statuses[1] == b"200"
+    assert b"X-Total-Count" in reply  # the second answer is the list, not user 1
+
+
+def test_an_unread_body_after_401_does_not_poison_the_connection(auth_server):
+    with socket.create_connection(("127.0.0.1", auth_server.server_address[1]), timeout=5) as sock:
+        body = b"GET /users/1 HTTP/1.1\r\n\r\n"
+        sock.sendall(b"POST /users HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                     b"Content-Length: %d\r\n\r\n" % len(body) + body +
+                     b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        reply = sock.makefile("rb").read()
+    assert reply.startswith(b"HTTP/1.1 401 ")
+    assert reply.count(b"HTTP/1.1 ") == 2
+    assert reply.endswith(b'{"users": "/users"}')
+
+
+def test_concurrent_posts_each_apply_exactly_once(server):
+    created = []
+    lock = threading.Lock()
+
+    def post_many(worker):
+        connection = connect(server)
+        for n in range(50):
+            body = json.dumps({"name": "W", "email": "w%d-%d-%s" % (worker, n, new_email())})
+            connection.request("POST", "/users", body, {"Content-Type": "application/json"})
+            response = connection.getresponse()
+            user = json.loads(response.read())
+            with lock:
+                created.append((response.status, user["id"]))
+        connection.close()
+
+    threads = [threading.Thread(target=post_many, args=(w,)) for w in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert [status for status, _ in created] == [201] * 400
+    assert len({user_id for _, user_id in created}) == 400
+
+
+def test_an_idle_connection_is_dropped_and_holds_up_no_one():
+    running = start_server(timeout=0.5)
+    try:
+        with socket.create_connection(("127.0.0.1", running.server_address[1]), timeout=5) as idle:
+            assert call(running, "GET", "/users").status == 200  # served meanwhile
+            assert idle.recv(1) == b""  # the server closed the idle connection
+    finally:
+        stop_server(running)
+
+
+@pytest.mark.parametrize("xml", [
+    b'<?xml version="1.0"?><!DOCTYPE user [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;">'
+    b']><user><name>&b;</name><email>x@y</email></user>',
+    b'<!DOCTYPE user [<!ENTITY x SYSTEM "file:///etc/passwd">]><user><name>&x;</name></user>',
+    b'<!DOCTYPE user SYSTEM "http://example.com/user.dtd"><user/>',
+])
+def test_xml_with_a_doctype_is_refused_before_expansion(server, xml):
+    reply = call(server, "POST", "/users", xml, {"Content-Type": "application/xml"})
+    problem = assert_problem(reply, 400)
+    assert problem["detail"] == "XML with a DOCTYPE or entity declarations is not accepted."
+
+
+@pytest.fixture(scope="module")
+def cors_server():
+    running = start_server(cors="https://app.example")
+    yield running
+    stop_server(running)
+
+
+def test_cors_headers_go_to_the_allowed_origin(cors_server):
+    reply = call(cors_server, "GET", "/users", headers={"Origin": "https://app.example"})
+    assert reply.headers["Access-Control-Allow-Origin"] == "https://app.example"
+    assert reply.headers["Access-Control-Expose-Headers"] == "Location, ETag, Link, X-Total-Count"
+    assert reply.headers["Vary"] == "Accept, Origin"
+
+
+def test_other_origins_get_no_cors_headers(cors_server):
+    reply = call(cors_server, "GET", "/users", headers={"Origin": "https://evil.example"})
+    assert "Access-Control-Allow-Origin" not in reply.headers
+    assert "Access-Control-Expose-Headers" not in reply.headers
+    assert reply.headers["Vary"] == "Accept, Origin"
+
+
+def test_a_cors_preflight_lists_methods_and_headers(cors_server):
+    reply = call(cors_server, "OPTIONS", "/users/1", headers={
+        "Origin": "https://app.example", "Access-Control-Request-Method": "PUT",
+        "Access-Control-Request-Headers": "if-match, content-type"})
+    assert reply.status == 204
+    assert reply.headers["Access-Control-Allow-Origin"] == "https://app.example"
+    assert reply.headers["Access-Control-Allow-Methods"] == "GET, PUT, PATCH, DELETE, HEAD, OPTIONS"
+    assert reply.headers["Access-Control-Allow-Headers"] == (
+        "Authorization, Content-Type, If-Match, If-None-Match")
+
+
+def test_cors_star_allows_any_origin_literally():
+    running = start_server(cors="*")
+    try:
+        reply = call(running, "GET", "/users", headers={"Origin": "https://any.example"})
+        assert reply.headers["Access-Control-Allow-Origin"] == "*"
+        assert reply.headers["Vary"] == "Accept"
+        assert "Access-Control-Allow-Origin" not in call(running, "GET", "/users").headers
+    finally:
+        stop_server(running)
+
+
+def test_without_cors_there_are_no_cors_headers(server):
+    reply = call(server, "GET", "/users", headers={"Origin": "https://app.example"})
+    assert "Access-Control-Allow-Origin" not in reply.headers
+
+
+def test_quiet_logs_no_request_lines(capfd):
+    running = start_server(quiet=True)
+    try:
+        call(running, "GET", "/users")
+    finally:
+        stop_server(running)
+    assert "GET /users" not in capfd.readouterr().err
