@@ -1,0 +1,509 @@
+"""The client, tested against SPEC.md Part C with real servers.
+
+A small http.server on port 0 answers with whatever a test needs (any status, repeated
+headers, other charsets, redirects, a stalled reply) and records what it received; the
+end-to-end tests drive rest_users.py itself, from Python and from the command line.
+"""
+
+import io
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import urllib.error
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+
+import rest_client
+import rest_users
+from rest_client import Method, Request, Response, send
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+KEY = "client-test-key"
+
+
+class ScriptedHandler(BaseHTTPRequestHandler):
+    """Answers by path; every request it sees is appended to server.received."""
+
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format, *args):
+        pass
+
+    def answer(self):
+        parts = urlsplit(self.path)
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length)
+        self.server.received.append({"method": self.command, "path": self.path,
+                                     "headers": self.headers.items(), "body": body})
+        query = {name: values[0] for name, values in parse_qs(parts.query).items()}
+        route = parts.path.strip("/").split("/")
+        getattr(self, "answer_" + route[0])(route[1:], query)
+
+    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = answer
+
+    def reply(self, status, body=b"", headers=()):
+        self.send_response(status)
+        for name, value in headers:
+            self.send_header(name, value)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    def answer_echo(self, route, query):
+        received = self.server.received[-1]
+        self.reply(200, json.dumps({"method": received["method"], "path": received["path"],
+                                    "body": received["body"].decode("latin-1")}).encode(),
+                   [("Content-Type", "application/json")])
+
+    def answer_status(self, route, query):
+        self.reply(int(route[0]), b'{"status": %s}' % route[0].encode(),
+                   [("Content-Type", "application/problem+json")])
+
+    def answer_cookies(self, route, query):
+        self.reply(200, b"ok", [("Set-Cookie", "a=1"), ("Set-Cookie", "b=2"),
+                                ("x-lower-case", "kept")])
+
+    def answer_text(self, route, query):
+        charset = query.get("charset")
+        content_type = "text/plain" + ("; charset=" + charset if charset else "")
+        self.reply(200, query["text"].encode("latin-1"), [("Content-Type", content_type)])
+
+    def answer_bytes(self, route, query):
+        self.reply(200, b"caf\xe9 \xff ok", [("Content-Type", "text/plain; charset=utf-8")])
+
+    def answer_redirect(self, route, query):
+        self.reply(int(route[0]), b"moved", [("Location", query.get("to", "/echo"))])
+
+    def answer_chain(self, route, query):
+        step = int(route[0])
+        self.reply(302, b"step %d" % step, [("Location", "/chain/%d" % (step + 1))])
+
+    def answer_slow(self, route, query):
+        self.server.release.wait(10)  # the client's timeout must end the wait first
+        self.reply(200, b"late")
+
+
+class ScriptedServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request, client_address):
+        pass  # /slow writes to a client that gave up: expected, not worth a traceback
+
+
+@pytest.fixture(scope="module")
+def scripted():
+    server = ScriptedServer(("127.0.0.1", 0), ScriptedHandler)
+    server.received = []
+    server.release = threading.Event()
+    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
+    server.url = "http://127.0.0.1:%d" % server.server_address[1]
+    yield server
+    server.release.set()
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture(scope="module")
+def users():
+    server = rest_users.make_server("127.0.0.1", 0, api_key=KEY, quiet=True)
+    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
+    server.url = "http://127.0.0.1:%d" % server.server_address[1]
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+def last_header(server, name):
+    """The value of a header in the last request the scripted server received."""
+    values = [value for key, value in server.received[-1]["headers"] if key.lower() == name.lower()]
+    return values[-1] if values else None
+
+
+# -- C1: the API ---------------------------------------------------------------------------
+
+def test_method_constants_are_the_verbs_strings():
+    assert [Method.GET, Method.POST, Method.PUT, Method.PATCH, Method.DELETE, Method.HEAD,
+            Method.OPTIONS] == ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
+
+
+def test_request_and_response_are_namedtuples_with_defaults():
+    assert Request("GET", "http://x") == ("GET", "http://x", None, None, None)
+    assert Response._fields == ("status_code", "body", "headers")
+
+
+def test_a_reply_comes_back_as_a_response(scripted):
+    resp, err = send(Request(Method.GET, scripted.url + "/echo"))
+    assert err is None
+    assert resp.status_code == 200
+    assert json.loads(resp.body)["method"] == "GET"
+    assert resp.headers["Content-Type"] == ["application/json"]
+
+
+def test_a_lower_case_method_string_works(scripted):
+    resp, err = send(Request("patch", scripted.url + "/echo", body="x"))
+    assert err is None and json.loads(resp.body)["method"] == "PATCH"
+
+
+def test_headers_are_sent(scripted):
+    send(Request("GET", scripted.url + "/echo", headers={"X-Test": "1", "Accept": "text/xml"}))
+    assert last_header(scripted, "X-Test") == "1"
+    assert last_header(scripted, "Accept") == "text/xml"
+
+
+# -- C2: building the request --------------------------------------------------------------
+
+def test_params_are_encoded_and_appended_after_the_existing_query(scripted):
+    resp, _ = send(Request("GET", scripted.url + "/echo?a=1#fragment",
+                           params={"name": "Zoë & co", "sort": "-name"}))
+    assert json.loads(resp.body)["path"] == "/echo?a=1&name=Zo%C3%AB+%26+co&sort=-name"
+
+
+def test_a_fragment_is_dropped(scripted):
+    resp, _ = send(Request("GET", scripted.url + "/echo#top"))
+    assert json.loads(resp.body)["path"] == "/echo"
+
+
+def test_a_non_ascii_path_is_percent_encoded(scripted):
+    resp, err = send(Request("GET", scripted.url + "/echo/café?q=ü v"))
+    assert err is None
+    assert json.loads(resp.body)["path"] == "/echo/caf%C3%A9?q=%C3%BC%20v"
+
+
+@pytest.mark.parametrize("body, content_type", [
+    (b'{"a": 1}', "application/json"),
+    ('{"a": 1}', "application/json"),
+    ("[1, 2]", "application/json"),
+    ("42", "application/json"),
+    ("hello", "text/plain; charset=utf-8"),
+    (b"hello", "application/octet-stream"),
+    (b"\xff\xfe", "application/octet-stream"),
+    ("", "text/plain; charset=utf-8"),
+])
+def test_a_body_without_content_type_gets_a_sensible_one(scripted, body, content_type):
+    resp, err = send(Request("POST", scripted.url + "/echo", body=body))
+    assert err is None
+    assert last_header(scripted, "Content-Type") == content_type
+    expected = body if isinstance(body, bytes) else body.encode("utf-8")
+    assert scripted.received[-1]["body"] == expected
+
+
+def test_a_content_type_given_is_kept_whatever_its_case(scripted):
+    send(Request("POST", scripted.url + "/echo", headers={"content-type": "application/xml"},
+                 body="<user/>"))
+    assert last_header(scripted, "Content-Type") == "application/xml"
+
+
+def test_a_str_body_is_sent_as_utf8(scripted):
+    send(Request("PUT", scripted.url + "/echo", body="Zoë 🦉"))
+    assert scripted.received[-1]["body"] == "Zoë 🦉".encode("utf-8")
+
+
+@pytest.mark.parametrize("url", ["file:///etc/passwd", "ftp://example.com/x", "data:,hello",
+                                 "javascript:alert(1)", "127.0.0.1:8000/users", "http://",
+                                 "http://[::1", "not a url"])
+def test_only_http_and_https_urls_are_sent(url):
+    resp, err = send(Request("GET", url))
+    assert resp is None
+    assert isinstance(err, ValueError)
+
+
+@pytest.mark.parametrize("headers", [{"X-Bad": "a\r\nInjected: 1"}, {"X-Bad": "a\nb"},
+                                     {"X-Bad\r\n": "a"}, {"X-Bad": "snow ☃"},
+                                     {"Bad Name": "a"}, {"": "a"}, {"X-Nul": "a\0b"}])
+def test_headers_that_cannot_be_sent_are_an_error_value(scripted, headers):
+    before = len(scripted.received)
+    resp, err = send(Request("GET", scripted.url + "/echo", headers=headers))
+    assert resp is None and isinstance(err, ValueError)
+    assert len(scripted.received) == before  # nothing was sent
+
+
+def test_a_latin1_header_value_is_sent(scripted):
+    resp, err = send(Request("GET", scripted.url + "/echo", headers={"X-Name": "café"}))
+    assert err is None
+    assert last_header(scripted, "X-Name") == "café"
+
+
+def test_a_body_of_another_type_is_an_error_value(scripted):
+    resp, err = send(Request("POST", scripted.url + "/echo", body={"a": 1}))
+    assert resp is None and isinstance(err, TypeError)
+
+
+@pytest.mark.parametrize("method", ["GET X", "", "G\r\nET"])
+def test_a_malformed_method_is_an_error_value(scripted, method):
+    resp, err = send(Request(method, scripted.url + "/echo"))
+    assert resp is None and isinstance(err, ValueError)
+
+
+def test_a_timeout_comes_back_as_an_error_value(scripted):
+    resp, err = send(Request("GET", scripted.url + "/slow"), timeout=0.2)
+    assert resp is None
+    assert isinstance(err, (TimeoutError, socket.timeout, urllib.error.URLError))
+
+
+def test_connection_refused_comes_back_as_an_error_value():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]  # bound but not listening: the connection is refused
+        resp, err = send(Request("GET", "http://127.0.0.1:%d/" % port), timeout=5)
+    assert resp is None
+    assert isinstance(err, urllib.error.URLError)
+    assert isinstance(err.reason, ConnectionRefusedError)
+
+
+def test_an_unknown_host_comes_back_as_an_error_value():
+    resp, err = send(Request("GET", "http://no-such-host.invalid/"), timeout=5)
+    assert resp is None and isinstance(err, urllib.error.URLError)
+
+
+def test_a_server_that_hangs_up_comes_back_as_an_error_value():
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+
+        def hang_up():
+            connection, _ = listener.accept()
+            connection.recv(65536)
+            connection.close()
+
+        thread = threading.Thread(target=hang_up)
+        thread.start()
+        resp, err = send(Request("GET", "http://127.0.0.1:%d/" % listener.getsockname()[1]),
+                         timeout=5)
+        thread.join()
+    assert resp is None and err is not None
+
+
+# -- C3: reading the reply -----------------------------------------------------------------
+
+@pytest.mark.parametrize("status", [400, 401, 404, 409, 422, 500, 503])
+def test_an_error_status_is_a_response_with_body_and_headers(scripted, status):
+    resp, err = send(Request("GET", "%s/status/%d" % (scripted.url, status)))
+    assert err is None
+    assert resp.status_code == status
+    assert resp.body == '{"status": %d}' % status
+    assert resp.headers["Content-Type"] == ["application/problem+json"]
+
+
+def test_repeated_headers_keep_every_value_and_the_servers_spelling(scripted):
+    resp, _ = send(Request("GET", scripted.url + "/cookies"))
+    assert resp.headers["Set-Cookie"] == ["a=1", "b=2"]
+    assert resp.headers["x-lower-case"] == ["kept"]
+
+
+def test_the_body_is_decoded_with_the_charset_named(scripted):
+    resp, _ = send(Request("GET", scripted.url + "/text", params={"text": "café",
+                                                                   "charset": "iso-8859-1"}))
+    assert resp.body == "café"
+
+
+def test_without_a_charset_the_body_is_utf8_with_bad_bytes_replaced(scripted):
+    resp, err = send(Request("GET", scripted.url + "/bytes"))
+    assert err is None
+    assert resp.body == "caf\ufffd \ufffd ok"
+
+
+def test_an_unknown_charset_falls_back_to_utf8(scripted):
+    resp, _ = send(Request("GET", scripted.url + "/text", params={"text": "ok",
+                                                                   "charset": "klingon"}))
+    assert resp.body == "ok"
+
+
+@pytest.mark.parametrize("code", [301, 302, 303, 307, 308])
+@pytest.mark.parametrize("method", ["GET", "HEAD"])
+def test_get_and_head_follow_redirects(scripted, method, code):
+    resp, err = send(Request(method, "%s/redirect/%d" % (scripted.url, code),
+                             params={"to": "/echo"}))
+    assert err is None and resp.status_code == 200
+    assert scripted.received[-1]["path"] == "/echo"
+    assert scripted.received[-1]["method"] == method
+
+
+@pytest.mark.parametrize("code", [301, 302, 303, 307, 308])
+@pytest.mark.parametrize("method", ["POST", "PUT", "PATCH", "DELETE"])
+def test_other_methods_get_the_redirect_itself(scripted, method, code):
+    before = len(scripted.received)
+    resp, err = send(Request(method, "%s/redirect/%d" % (scripted.url, code), body="{}"))
+    assert err is None
+    assert resp.status_code == code
+    assert resp.headers["Location"] == ["/echo"]
+    assert resp.body == "moved"
+    assert len(scripted.received) == before + 1  # the redirect was not followed
+
+
+def test_at_most_10_redirects_then_the_last_3xx_is_the_response(scripted):
+    before = len(scripted.received)
+    resp, err = send(Request("GET", scripted.url + "/chain/0"))
+    assert err is None
+    assert resp.status_code == 302
+    assert resp.body == "step 10"
+    assert len(scripted.received) == before + 11
+
+
+def test_a_redirect_keeps_headers_but_not_a_credential_for_another_host(scripted):
+    port = scripted.server_address[1]
+    auth = {"Authorization": "Bearer x", "X-Test": "1"}
+    send(Request("GET", scripted.url + "/redirect/302", headers=auth, params={"to": "/echo"}))
+    assert last_header(scripted, "Authorization") == "Bearer x"
+    send(Request("GET", scripted.url + "/redirect/302", headers=auth,
+                 params={"to": "http://localhost:%d/echo" % port}))
+    assert scripted.received[-1]["path"] == "/echo"
+    assert last_header(scripted, "Authorization") is None
+    assert last_header(scripted, "X-Test") == "1"
+
+
+def test_a_redirect_to_another_scheme_is_not_followed(scripted):
+    resp, err = send(Request("GET", scripted.url + "/redirect/302",
+                             params={"to": "file:///etc/passwd"}))
+    assert err is None and resp.status_code == 302
+
+
+def test_head_has_an_empty_body(scripted):
+    resp, err = send(Request("HEAD", scripted.url + "/echo"))
+    assert err is None and resp.status_code == 200 and resp.body == ""
+
+
+# -- end to end against rest_users.py ------------------------------------------------------
+
+def test_create_read_update_delete_against_the_users_service(users):
+    auth = {"Authorization": "Bearer " + KEY, "X-Test": "1"}
+    resp, err = send(Request(Method.POST, users.url + "/users", headers=auth,
+                             body=b'{"name": "Ada", "email": "ada@example.com"}'))
+    assert err is None and resp.status_code == 201
+    location = resp.headers["Location"][0]
+    resp, _ = send(Request("GET", users.url + "/users", headers=auth,
+                           params={"sort": "-name", "limit": "10"}), timeout=5)
+    assert resp.status_code == 200 and json.loads(resp.body)[0]["name"] == "Ada"
+    assert resp.headers["X-Total-Count"] == ["1"]
+    resp, _ = send(Request(Method.PATCH, users.url + location, headers=auth,
+                           body='{"name": "Ada King"}'))
+    assert resp.status_code == 200 and json.loads(resp.body)["name"] == "Ada King"
+    resp, _ = send(Request(Method.DELETE, users.url + location, headers=auth))
+    assert (resp.status_code, resp.body) == (204, "")
+    resp, _ = send(Request(Method.GET, users.url + location, headers=auth))
+    assert resp.status_code == 404
+    assert resp.headers["Content-Type"] == ["application/problem+json"]
+
+
+def test_a_problem_from_the_service_is_a_response(users):
+    resp, err = send(Request("GET", users.url + "/users"))
+    assert err is None and resp.status_code == 401
+    assert resp.headers["WWW-Authenticate"] == ['Bearer realm="users"']
+    assert json.loads(resp.body)["status"] == 401
+
+
+# -- C4: the command line ------------------------------------------------------------------
+
+def run_cli(*args, api_key=None, stdin=None):
+    env = {name: value for name, value in os.environ.items() if name != "API_KEY"}
+    if api_key is not None:
+        env["API_KEY"] = api_key
+    return subprocess.run([sys.executable, os.path.join(HERE, "rest_client.py")] + list(args),
+                          input=stdin, capture_output=True, env=env, timeout=20)
+
+
+def test_cli_crud_with_the_key_from_api_key(users):
+    post = run_cli("POST", users.url + "/users", "-H", "X-Test: 1",
+                   "-d", '{"name": "Cli", "email": "cli@example.com"}', api_key=KEY)
+    assert post.returncode == 0, post.stderr
+    user = json.loads(post.stdout)
+    assert user["name"] == "Cli"
+    path = "%s/users/%d" % (users.url, user["id"])
+    get = run_cli("GET", path, api_key=KEY)
+    assert json.loads(get.stdout) == user
+    put = run_cli("PUT", path, "-d", '{"name": "Cli 2", "email": "cli@example.com"}', api_key=KEY)
+    assert json.loads(put.stdout)["name"] == "Cli 2"
+    delete = run_cli("DELETE", path, "-i", api_key=KEY)
+    assert delete.returncode == 0
+    assert delete.stdout.startswith(b"HTTP/1.1 204 No Content\n")
+
+
+def test_cli_sends_the_api_key_and_custom_headers(scripted):
+    result = run_cli("POST", scripted.url + "/echo", "-H", "X-Test: 1", "-d", "{}", api_key=KEY)
+    assert result.returncode == 0
+    assert last_header(scripted, "Authorization") == "Bearer " + KEY
+    assert last_header(scripted, "X-Test") == "1"
+    assert last_header(scripted, "Content-Type") == "application/json"
+
+
+def test_cli_an_authorization_header_given_wins_over_api_key(scripted):
+    run_cli("GET", scripted.url + "/echo", "-H", "authorization: Basic eDp5", api_key=KEY)
+    assert last_header(scripted, "Authorization") == "Basic eDp5"
+
+
+def test_cli_without_api_key_sends_no_authorization(scripted):
+    run_cli("GET", scripted.url + "/echo")
+    assert last_header(scripted, "Authorization") is None
+
+
+def test_cli_include_prints_status_line_headers_and_blank_line(scripted):
+    result = run_cli("GET", scripted.url + "/cookies", "-i")
+    head, _, body = result.stdout.decode().partition("\n\n")
+    lines = head.split("\n")
+    assert lines[0] == "HTTP/1.1 200 OK"
+    assert "Set-Cookie: a=1" in lines and "Set-Cookie: b=2" in lines
+    assert body == "ok"
+
+
+def test_cli_query_parameters_are_encoded(scripted):
+    result = run_cli("GET", scripted.url + "/echo", "-q", "name=Ada Lovelace", "-q", "limit=5")
+    assert json.loads(result.stdout)["path"] == "/echo?name=Ada+Lovelace&limit=5"
+
+
+def test_cli_body_from_a_file_and_from_stdin(scripted, tmp_path):
+    body_file = tmp_path / "body.json"
+    body_file.write_bytes(b'{"from": "file"}')
+    run_cli("POST", scripted.url + "/echo", "-d", "@" + str(body_file))
+    assert scripted.received[-1]["body"] == b'{"from": "file"}'
+    run_cli("POST", scripted.url + "/echo", "-d", "@-", stdin=b'{"from": "stdin"}')
+    assert scripted.received[-1]["body"] == b'{"from": "stdin"}'
+
+
+def test_cli_a_missing_body_file_is_exit_2(scripted, tmp_path):
+    result = run_cli("POST", scripted.url + "/echo", "-d", "@" + str(tmp_path / "nope"))
+    assert result.returncode == 2
+    assert result.stderr.decode().startswith("rest_client: cannot read the body:")
+
+
+def test_cli_exit_status_0_for_any_reply_without_fail(scripted):
+    result = run_cli("GET", scripted.url + "/status/404")
+    assert result.returncode == 0
+    assert result.stdout == b'{"status": 404}'
+
+
+@pytest.mark.parametrize("status, code", [(200, 0), (302, 0), (404, 1), (500, 1)])
+def test_cli_fail_exits_1_on_4xx_and_5xx(scripted, status, code):
+    path = "/status/%d" % status if status != 302 else "/redirect/302?to=/status/302"
+    result = run_cli("POST" if status == 302 else "GET", scripted.url + path, "--fail")
+    assert result.returncode == code
+
+
+def test_cli_no_reply_is_exit_2_with_one_line_on_stderr(scripted):
+    result = run_cli("GET", scripted.url + "/slow", "--timeout", "0.2")
+    assert result.returncode == 2
+    assert result.stdout == b""
+    stderr = result.stderr.decode()
+    assert stderr.startswith("rest_client: no reply:") and stderr.count("\n") == 1
+
+
+def test_cli_a_file_url_is_exit_2():
+    result = run_cli("GET", "file:///etc/passwd")
+    assert result.returncode == 2
+    assert b"root:" not in result.stdout
+
+
+def test_cli_bad_arguments_are_argparse_errors():
+    result = run_cli("GET", "http://x", "-H", "no colon")
+    assert result.returncode == 2
+    assert result.stderr.startswith(b"usage: rest_client.py")
+
+
+def test_main_can_be_called_from_python(scripted, capsys, monkeypatch):
+    monkeypatch.delenv("API_KEY", raising=False)
+    monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(io.BytesIO(), encoding="utf-8"))
+    assert rest_client.main(["GET", scripted.url + "/echo"]) == 0
