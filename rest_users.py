@@ -33,6 +33,7 @@ is not a hardened server, so put a real web server in front of it before the int
 """
 
 import argparse
+import email.utils
 import functools
 import heapq
 import hmac
@@ -45,6 +46,7 @@ import sqlite3
 import string
 import sys
 import threading
+import time
 import traceback
 from collections import namedtuple
 from http import HTTPStatus
@@ -70,6 +72,10 @@ DEFAULT_LIMIT = 100
 MAX_LIMIT = 1000
 SORT_KEYS = ("id", "-id", "name", "-name", "email", "-email")
 LIST_PARAMETERS = ("limit", "offset", "sort", "name", "email")
+
+SERVER_NAME = "rest_users/1.0"
+MAX_HEADER_LINE = 65536  # bytes in one header line, as http.client allows
+MAX_HEADERS = 100  # header fields in one request, as http.client allows
 
 # Headers a browser may send and read across origins when --cors is on (S10).
 CORS_ALLOWED_HEADERS = "Authorization, Content-Type, If-Match, If-None-Match"
@@ -245,19 +251,21 @@ def page_of(users, query):
 class MemoryStore:
     """Users in memory, guarded by one lock, and gone when the process ends.
 
-    The users sit in a list at the index of their id, with None where a user was deleted,
-    so ids are never reused and each user costs one list slot rather than a dict entry.
+    Each user is a (name, email, version) tuple in a list, at the index of its id; a
+    deleted user leaves None, so ids are never reused. A list slot costs far less than a
+    dict entry, and the id needs no object of its own but the one in the email index.
     """
 
     def __init__(self):
         self.lock = threading.Lock()
-        self.users = [None]  # there is no user 0
+        self.records = [None]  # there is no user 0
         self.ids_by_email = {}  # email_key(email) -> id, so uniqueness needs no scan
         self.count = 0
 
     def get(self, user_id):
         """Return the user with this id, or None (reading one list slot needs no lock)."""
-        return self.users[user_id] if user_id < len(self.users) else None
+        record = self.records[user_id] if user_id < len(self.records) else None
+        return User(user_id, *record) if record else None
 
     def list(self, query):
         """Return (how many users match the query, the page of them)."""
@@ -265,9 +273,10 @@ class MemoryStore:
             if query.name is not None or query.email is not None:
                 matches = self.matching(query)
                 return len(matches), page_of(matches, query)
-            if query.sort == "id":  # the default order is the list's own: nothing to sort
+            if query.sort in ("id", "-id"):  # the list is in id order already: sort nothing
+                users = self.live_users(reverse=query.sort == "-id")
                 end = query.offset + query.limit
-                return self.count, list(itertools.islice(self.live_users(), query.offset, end))
+                return self.count, list(itertools.islice(users, query.offset, end))
             return self.count, page_of(self.live_users(), query)
 
     def matching(self, query):
@@ -279,19 +288,21 @@ class MemoryStore:
             candidates = self.live_users()
         return [user for user in candidates if query.name in (None, user.name)]
 
-    def live_users(self):
+    def live_users(self, reverse=False):
         """The users that are not deleted, in order of id."""
-        return (user for user in self.users if user is not None)
+        ids = range(len(self.records) - 1, 0, -1) if reverse else range(1, len(self.records))
+        return (User(user_id, *self.records[user_id]) for user_id in ids
+                if self.records[user_id] is not None)
 
     def create(self, name, email):
         """Add a user and return it; 409 if its email is taken."""
         with self.lock:
             key = self.claim_email(email)
-            user = User(len(self.users), name, email, 1)
-            self.users.append(user)
-            self.ids_by_email[key] = user.id
+            user_id = len(self.records)
+            self.records.append((name, email, 1))
+            self.ids_by_email[key] = user_id
             self.count += 1
-            return user
+            return User(user_id, name, email, 1)
 
     def update(self, user_id, change):
         """Apply change(current user) -> {field: value} and return the updated user."""
@@ -302,9 +313,8 @@ class MemoryStore:
             user = current._replace(version=current.version + 1, **change(current))
             if email_key(user.email) != email_key(current.email):
                 key = self.claim_email(user.email)
-                del self.ids_by_email[email_key(current.email)]
-                self.ids_by_email[key] = current.id
-            self.users[user_id] = user
+                self.ids_by_email[key] = self.ids_by_email.pop(email_key(current.email))
+            self.records[user_id] = (user.name, user.email, user.version)
             return user
 
     def delete(self, user_id, check):
@@ -314,7 +324,7 @@ class MemoryStore:
             if current is None:
                 raise not_found(user_id)
             check(current)
-            self.users[user_id] = None
+            self.records[user_id] = None
             del self.ids_by_email[email_key(current.email)]
             self.count -= 1
 
@@ -442,9 +452,12 @@ XML = Format("xml", "application/xml; charset=utf-8", "application/problem+xml")
 TEXT_XML = Format("xml", "text/xml; charset=utf-8", "application/problem+xml")
 
 
+JSON_ENCODER = json.JSONEncoder(ensure_ascii=False)  # made once: json.dumps makes one a call
+
+
 def json_bytes(document):
     """Encode a document as UTF-8 JSON, non-ASCII characters as themselves."""
-    return json.dumps(document, ensure_ascii=False).encode("utf-8")
+    return JSON_ENCODER.encode(document).encode("utf-8")
 
 
 def user_xml(user):
@@ -749,6 +762,59 @@ def etag_matches(header, tag, *, weak):
 # The HTTP handler (S4-S8, S10)
 # ---------------------------------------------------------------------------------------
 
+class Headers:
+    """A request's header fields, looked up by name in any case; repeated fields keep each value."""
+
+    def __init__(self):
+        self.fields = {}  # lower-case name -> [values]
+
+    def add(self, name, value):
+        self.fields.setdefault(name.lower(), []).append(value)
+
+    def get(self, name, default=None):
+        """The first value of the field, or default."""
+        values = self.fields.get(name.lower())
+        return values[0] if values else default
+
+    def get_all(self, name, default=None):
+        """Every value of the field, in order, or default."""
+        return self.fields.get(name.lower(), default)
+
+    def __contains__(self, name):
+        return name.lower() in self.fields
+
+
+HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # a token (RFC 9110 §5.1)
+HTTP_VERSION = re.compile(r"HTTP/[0-9]\.[0-9]")
+
+
+def read_header_fields(rfile):
+    """Read "Name: value" lines up to the blank line; 431 past the limits, 400 if malformed."""
+    headers = Headers()
+    for count in itertools.count():
+        line = rfile.readline(MAX_HEADER_LINE + 1)
+        if len(line) > MAX_HEADER_LINE:
+            raise ApiError(HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE,
+                           "A header line is longer than %d bytes." % MAX_HEADER_LINE)
+        if line in (b"\r\n", b"\n", b""):
+            return headers
+        if count == MAX_HEADERS:
+            raise ApiError(HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE,
+                           "A request may have at most %d header fields." % MAX_HEADERS)
+        name, colon, value = line.decode("iso-8859-1").partition(":")
+        # RFC 9112 §5: no space before the colon, no folded lines; either could be misread
+        if not colon or not HEADER_NAME.fullmatch(name):
+            raise ApiError(HTTPStatus.BAD_REQUEST, "The header line %s is malformed."
+                           % printable(line.decode("iso-8859-1").rstrip("\r\n")[:100]))
+        headers.add(name, value.strip())
+
+
+@functools.lru_cache(maxsize=2)
+def http_date(second):
+    """The Date header for a time in whole seconds: formatted once a second, not per response."""
+    return email.utils.formatdate(second, usegmt=True)
+
+
 Route = namedtuple("Route", "pattern actions allow")
 
 
@@ -786,8 +852,6 @@ class UsersHandler(BaseHTTPRequestHandler):
     """
 
     protocol_version = "HTTP/1.1"  # persistent connections (S10)
-    server_version = "rest_users/1.0"
-    wbufsize = -1  # buffer each response and send it in one write: see setup()
 
     def setup(self):
         """Set the idle timeout and send small writes at once (S10)."""
@@ -804,12 +868,39 @@ class UsersHandler(BaseHTTPRequestHandler):
         super().handle_one_request()
 
     def parse_request(self):
-        """Parse the request head as http.server does, and refuse header lines it would misread."""
-        if not super().parse_request():
+        """Read the request line and header fields; answer a malformed one and return False.
+
+        This replaces http.server's own, which hands the headers to the email package's
+        parser: that took more than half the CPU of a whole request. The limits stay the
+        same (64 KiB a line, 100 fields, 431 beyond them).
+        """
+        self.command, self.request_version = None, self.protocol_version
+        self.close_connection = True
+        self.requestline = str(self.raw_requestline, "iso-8859-1").rstrip("\r\n")
+        words = self.requestline.split()
+        if not words:
+            return False  # nothing but a line end: the client is done
+        if len(words) != 3 or not HTTP_VERSION.fullmatch(words[2]):
+            self.send_error(HTTPStatus.BAD_REQUEST,
+                            "The request line %s is not METHOD PATH HTTP/1.1"
+                            % printable(self.requestline[:100]))
             return False
-        if self.headers.defects:  # a line without a colon, or white space before one
-            self.send_error(HTTPStatus.BAD_REQUEST, "A header line is malformed (RFC 9112 §5)")
+        self.command, self.path, self.request_version = words
+        if not self.request_version.startswith("HTTP/1."):
+            self.send_error(HTTPStatus.HTTP_VERSION_NOT_SUPPORTED,
+                            "This server speaks HTTP/1.1 and HTTP/1.0, not %s" % words[2])
             return False
+        try:
+            self.headers = read_header_fields(self.rfile)
+        except ApiError as error:
+            self.send_problem(error)
+            return False
+        connection = self.headers.get("Connection", "").lower()
+        self.close_connection = connection == "close" or (
+            self.request_version == "HTTP/1.0" and connection != "keep-alive")
+        if (self.request_version == "HTTP/1.1"
+                and self.headers.get("Expect", "").lower() == "100-continue"):
+            return self.handle_expect_100()
         return True
 
     def handle_api_request(self):
@@ -1010,8 +1101,6 @@ class UsersHandler(BaseHTTPRequestHandler):
     def send_error(self, code, message=None, explain=None):
         """Answer the errors http.server finds itself (400, 414, 431, 501...) as problems."""
         self.close_connection = True  # the request may not have been read to its end
-        if self.request_version == "HTTP/0.9":  # no version could be read from the request
-            self.request_version = self.protocol_version  # so answer with a full HTTP/1.1 head
         error = ApiError(code, (explain or message or HTTPStatus(code).description) + ".")
         if code == HTTPStatus.NOT_IMPLEMENTED:  # S6: a stranger learns no methods before 401
             try:
@@ -1021,25 +1110,32 @@ class UsersHandler(BaseHTTPRequestHandler):
         self.send_problem(error)
 
     def respond(self, status, body=b"", content_type=None, headers=()):
-        """Send a whole response: status line, headers and (but for HEAD) the body."""
+        """Send a whole response, head and body (none for HEAD), in a single write.
+
+        One write and TCP_NODELAY (see setup) mean no response waits for a delayed ACK.
+        """
         if not self.body_read and not self.close_connection:
             self.discard_body()
-        self.send_response(status)
-        self.send_header("Vary", self.server.vary)
-        for name, value in itertools.chain(headers, self.cors_headers()):
-            self.send_header(name, value)
+        head = ["HTTP/1.1 %d %s" % (status, status.phrase),
+                "Date: " + http_date(int(time.time())),
+                "Server: " + SERVER_NAME,
+                "Vary: " + self.server.vary]
+        head += ["%s: %s" % field for field in itertools.chain(headers, self.cors_headers())]
         if content_type:
-            self.send_header("Content-Type", content_type)
+            head.append("Content-Type: " + content_type)
         if status not in (HTTPStatus.NO_CONTENT, HTTPStatus.NOT_MODIFIED):
-            self.send_header("Content-Length", str(len(body)))
+            head.append("Content-Length: %d" % len(body))
         if self.close_connection:
-            self.send_header("Connection", "close")
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(body)
+            head.append("Connection: close")
+        head.append("\r\n")
+        self.wfile.write("\r\n".join(head).encode("latin-1")
+                         + (b"" if self.command == "HEAD" else body))
+        self.log_request(status, len(body))
 
     def discard_body(self):
         """Read and drop a body nobody read, so the next request starts where it should (S10)."""
+        if "Content-Length" not in self.headers and "Transfer-Encoding" not in self.headers:
+            return
         try:
             length = self.content_length() if "Transfer-Encoding" not in self.headers else -1
         except ApiError:

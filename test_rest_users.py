@@ -824,6 +824,51 @@ def test_a_header_line_too_long_is_431_problem(server):
     assert b"application/problem+json" in reply
 
 
+def test_exactly_100_headers_are_accepted(server):
+    headers = b"".join(b"X-%d: 1\r\n" % n for n in range(99))
+    reply = raw(server, b"GET /users HTTP/1.1\r\nConnection: close\r\n" + headers + b"\r\n")
+    assert reply.startswith(b"HTTP/1.1 200 ")
+
+
+def test_header_names_match_in_any_case(server):
+    body = json.dumps({"name": "A", "email": new_email()}).encode()
+    reply = raw(server, b"POST /users HTTP/1.1\r\nhost: x\r\ncontent-TYPE: application/json\r\n"
+                        b"CONTENT-LENGTH: %d\r\nconnection: CLOSE\r\n\r\n" % len(body) + body)
+    assert reply.startswith(b"HTTP/1.1 201 ")
+
+
+def test_an_http_1_0_request_is_answered_and_closed(server):
+    reply = raw(server, b"GET /users HTTP/1.0\r\n\r\n")
+    assert reply.startswith(b"HTTP/1.1 200 ")
+    assert b"Connection: close" in reply
+
+
+def test_an_http_1_0_keep_alive_request_keeps_the_connection(server):
+    with socket.create_connection(("127.0.0.1", server.server_address[1]), timeout=5) as sock:
+        sock.sendall(b"GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"
+                     b"GET / HTTP/1.0\r\n\r\n")
+        reply = sock.makefile("rb").read()
+    assert reply.count(b"HTTP/1.1 200 OK\r\n") == 2
+
+
+def test_expect_100_continue_gets_100_then_the_answer(server):
+    body = json.dumps({"name": "A", "email": new_email()}).encode()
+    with socket.create_connection(("127.0.0.1", server.server_address[1]), timeout=5) as sock:
+        sock.sendall(b"POST /users HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                     b"Content-Length: %d\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n"
+                     % len(body))
+        assert sock.recv(100).startswith(b"HTTP/1.1 100 Continue\r\n")
+        sock.sendall(body)
+        reply = sock.makefile("rb").read()
+    assert reply.startswith(b"HTTP/1.1 201 ")
+
+
+def test_every_response_has_a_date_and_server_header(server):
+    reply = call(server, "GET", "/nope")
+    assert re.fullmatch(r"\w{3}, \d\d \w{3} \d{4} \d\d:\d\d:\d\d GMT", reply.headers["Date"])
+    assert reply.headers["Server"] == "rest_users/1.0"
+
+
 def test_http_2_is_505_problem(server):
     reply = raw(server, b"GET /users HTTP/2.0\r\n\r\n")
     assert reply.startswith(b"HTTP/1.1 505 ")
@@ -831,7 +876,8 @@ def test_http_2_is_505_problem(server):
 
 
 @pytest.mark.parametrize("request_line", [b"GET\r\n", b"GET /users HTTP/1.1 extra\r\n",
-                                          b"GET /users HTTX/1.1\r\n"])
+                                          b"GET /users HTTX/1.1\r\n", b"GET /users\r\n",
+                                          b"GET /users HTTP/1.10\r\n", b"GET /users http/1.1\r\n"])
 def test_a_malformed_request_line_is_400_problem(server, request_line):
     reply = raw(server, request_line + b"\r\n")
     assert reply.startswith(b"HTTP/1.1 400 ")
@@ -1013,7 +1059,8 @@ def test_non_ascii_and_odd_bytes_in_the_head_are_not_a_500(server, request_bytes
     assert re.match(rb"HTTP/1\.1 [234]\d\d ", reply), reply
 
 
-@pytest.mark.parametrize("header_line", [b"no colon here", b"Content-Length : 25"])
+@pytest.mark.parametrize("header_line", [b"no colon here", b"Content-Length : 25",
+                                         b" folded: continuation", b"\tX: 1"])
 def test_a_malformed_header_line_is_400_and_closes(server, header_line):
     smuggled = b"GET /users/1 HTTP/1.1\r\n\r\n"
     reply = raw(server, b"POST /users HTTP/1.1\r\nHost: x\r\n" + header_line +
