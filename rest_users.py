@@ -33,8 +33,10 @@ is not a hardened server, so put a real web server in front of it before the int
 """
 
 import argparse
+import base64
 import email.utils
 import functools
+import hashlib
 import heapq
 import hmac
 import itertools
@@ -251,21 +253,24 @@ def page_of(users, query):
 class MemoryStore:
     """Users in memory, guarded by one lock, and gone when the process ends.
 
-    Each user is a (name, email, version) tuple in a list, at the index of its id; a
-    deleted user leaves None, so ids are never reused. A list slot costs far less than a
-    dict entry, and the id needs no object of its own but the one in the email index.
+    A user's name, email and version sit in three lists at the index of its id, and a
+    deleted user leaves None there, so ids are never reused. Three list slots cost far
+    less memory than a dict entry or a tuple per user, and the only object an id needs is
+    the one in the email index.
     """
 
     def __init__(self):
         self.lock = threading.Lock()
-        self.records = [None]  # there is no user 0
+        self.names, self.emails, self.versions = [None], [None], [0]  # there is no user 0
         self.ids_by_email = {}  # email_key(email) -> id, so uniqueness needs no scan
         self.count = 0
+        self.generation = 0  # counts the writes; see PageCache
 
     def get(self, user_id):
-        """Return the user with this id, or None (reading one list slot needs no lock)."""
-        record = self.records[user_id] if user_id < len(self.records) else None
-        return User(user_id, *record) if record else None
+        """Return the user with this id, or None (reading list slots needs no lock)."""
+        if user_id >= len(self.names) or self.names[user_id] is None:
+            return None
+        return User(user_id, self.names[user_id], self.emails[user_id], self.versions[user_id])
 
     def list(self, query):
         """Return (how many users match the query, the page of them)."""
@@ -273,7 +278,7 @@ class MemoryStore:
             if query.name is not None or query.email is not None:
                 matches = self.matching(query)
                 return len(matches), page_of(matches, query)
-            if query.sort in ("id", "-id"):  # the list is in id order already: sort nothing
+            if query.sort in ("id", "-id"):  # the lists are in id order already: sort nothing
                 users = self.live_users(reverse=query.sort == "-id")
                 end = query.offset + query.limit
                 return self.count, list(itertools.islice(users, query.offset, end))
@@ -290,19 +295,22 @@ class MemoryStore:
 
     def live_users(self, reverse=False):
         """The users that are not deleted, in order of id."""
-        ids = range(len(self.records) - 1, 0, -1) if reverse else range(1, len(self.records))
-        return (User(user_id, *self.records[user_id]) for user_id in ids
-                if self.records[user_id] is not None)
+        ids = range(len(self.names) - 1, 0, -1) if reverse else range(1, len(self.names))
+        return (User(user_id, self.names[user_id], self.emails[user_id], self.versions[user_id])
+                for user_id in ids if self.names[user_id] is not None)
 
     def create(self, name, email):
         """Add a user and return it; 409 if its email is taken."""
         with self.lock:
             key = self.claim_email(email)
-            user_id = len(self.records)
-            self.records.append((name, email, 1))
-            self.ids_by_email[key] = user_id
+            user = User(len(self.names), name, email, 1)
+            self.names.append(name)
+            self.emails.append(email)
+            self.versions.append(1)
+            self.ids_by_email[key] = user.id
             self.count += 1
-            return User(user_id, name, email, 1)
+            self.generation += 1
+            return user
 
     def update(self, user_id, change):
         """Apply change(current user) -> {field: value} and return the updated user."""
@@ -314,7 +322,9 @@ class MemoryStore:
             if email_key(user.email) != email_key(current.email):
                 key = self.claim_email(user.email)
                 self.ids_by_email[key] = self.ids_by_email.pop(email_key(current.email))
-            self.records[user_id] = (user.name, user.email, user.version)
+            self.names[user_id], self.emails[user_id] = user.name, user.email
+            self.versions[user_id] = user.version
+            self.generation += 1
             return user
 
     def delete(self, user_id, check):
@@ -324,9 +334,10 @@ class MemoryStore:
             if current is None:
                 raise not_found(user_id)
             check(current)
-            self.records[user_id] = None
+            self.names[user_id] = self.emails[user_id] = None
             del self.ids_by_email[email_key(current.email)]
             self.count -= 1
+            self.generation += 1
 
     def claim_email(self, email):
         """Return the index key for a free email; 409 if another user has it."""
@@ -366,6 +377,7 @@ class SQLiteStore:
 
     def __init__(self, path):
         self.lock = threading.Lock()
+        self.generation = 0  # counts the writes; see PageCache
         self.db = sqlite3.connect(path, check_same_thread=False)
         try:
             self.db.executescript(self.SCHEMA)
@@ -405,41 +417,76 @@ class SQLiteStore:
 
     def create(self, name, email):
         """Insert a user and return it; 409 if its email is taken."""
-        with self.lock, self.db:  # `with db` commits, or rolls back on an exception
-            try:
-                cursor = self.db.execute("INSERT INTO users (name, email) VALUES (?, ?)",
-                                         (name, email))
-            except sqlite3.IntegrityError:
-                raise email_taken(email) from None
+        with self.lock:
+            with self.db:  # commits, or rolls back on an exception
+                try:
+                    cursor = self.db.execute("INSERT INTO users (name, email) VALUES (?, ?)",
+                                             (name, email))
+                except sqlite3.IntegrityError:
+                    raise email_taken(email) from None
+            self.generation += 1
             return User(cursor.lastrowid, name, email, 1)
 
     def update(self, user_id, change):
         """Apply change(current user) -> {field: value} and return the updated user."""
-        with self.lock, self.db:
-            current = self.select_user(user_id)
-            if current is None:
-                raise not_found(user_id)
-            user = current._replace(version=current.version + 1, **change(current))
-            try:
-                self.db.execute("UPDATE users SET name = ?, email = ?, version = ? WHERE id = ?",
-                                (user.name, user.email, user.version, user_id))
-            except sqlite3.IntegrityError:
-                raise email_taken(user.email) from None
+        with self.lock:
+            with self.db:
+                current = self.select_user(user_id)
+                if current is None:
+                    raise not_found(user_id)
+                user = current._replace(version=current.version + 1, **change(current))
+                try:
+                    self.db.execute("UPDATE users SET name = ?, email = ?, version = ? "
+                                    "WHERE id = ?", (user.name, user.email, user.version, user_id))
+                except sqlite3.IntegrityError:
+                    raise email_taken(user.email) from None
+            self.generation += 1
             return user
 
     def delete(self, user_id, check):
         """Delete the user after check(current user) has passed."""
-        with self.lock, self.db:
-            current = self.select_user(user_id)
-            if current is None:
-                raise not_found(user_id)
-            check(current)
-            self.db.execute("DELETE FROM users WHERE id = ?", (user_id,))
+        with self.lock:
+            with self.db:
+                current = self.select_user(user_id)
+                if current is None:
+                    raise not_found(user_id)
+                check(current)
+                self.db.execute("DELETE FROM users WHERE id = ?", (user_id,))
+            self.generation += 1
 
     def close(self):
         """Close the database (waiting for a request that is using it)."""
         with self.lock:
             self.db.close()
+
+
+class PageCache:
+    """Rendered pages of GET /users, kept until the store's next write.
+
+    Rendering a page of 100 users costs more than everything else in the request, and
+    clients ask for the same page again and again. Each store counts its writes in
+    `generation`; a page is served from here only while that count is unchanged. The
+    handler reads the count before it lists, so a page is never kept past a write.
+    """
+
+    MAX_PAGES = 64  # a bound on memory, whatever queries clients invent
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.generation = None
+        self.pages = {}
+
+    def get(self, key, generation):
+        """The page cached under key at this generation, or None."""
+        with self.lock:
+            return self.pages.get(key) if generation == self.generation else None
+
+    def put(self, key, generation, page):
+        """Keep a page rendered at this generation, forgetting older ones."""
+        with self.lock:
+            if generation != self.generation or len(self.pages) >= self.MAX_PAGES:
+                self.pages, self.generation = {}, generation
+            self.pages[key] = page
 
 
 # ---------------------------------------------------------------------------------------
@@ -815,21 +862,24 @@ def http_date(second):
     return email.utils.formatdate(second, usegmt=True)
 
 
-Route = namedtuple("Route", "pattern actions allow")
+Route = namedtuple("Route", "path pattern actions allow")
 
 
-def route(pattern, actions):
-    """A Route: a path pattern, the handler method for each verb, and its Allow header."""
+def route(path, pattern, actions):
+    """A Route: its path (as OpenAPI writes it), the regular expression that matches it,
+    the handler method for each verb, and its Allow header."""
     verbs = list(actions) + (["HEAD"] if "GET" in actions else []) + ["OPTIONS"]
-    return Route(re.compile(pattern), actions, ", ".join(verbs))
+    return Route(path, re.compile(pattern), actions, ", ".join(verbs))
 
 
 # The route table: path, then which UsersHandler method answers which verb.
 ROUTES = [
-    route(r"/", {"GET": "get_index"}),
-    route(r"/users/?", {"GET": "list_users", "POST": "create_user"}),
-    route(r"/users/(%s)/?" % USER_ID.pattern, {"GET": "get_user", "PUT": "replace_user",
-                                               "PATCH": "patch_user", "DELETE": "delete_user"}),
+    route("/", r"/", {"GET": "get_index"}),
+    route("/openapi.json", r"/openapi\.json", {"GET": "get_openapi"}),
+    route("/users", r"/users/?", {"GET": "list_users", "POST": "create_user"}),
+    route("/users/{id}", r"/users/(%s)/?" % USER_ID.pattern,
+          {"GET": "get_user", "PUT": "replace_user", "PATCH": "patch_user",
+           "DELETE": "delete_user"}),
 ]
 
 
@@ -928,7 +978,10 @@ class UsersHandler(BaseHTTPRequestHandler):
             raise ApiError(HTTPStatus.METHOD_NOT_ALLOWED,
                            "%s does not take %s; it takes %s." % (path, self.command, found.allow),
                            headers=[("Allow", found.allow)])
-        self.format = self.negotiate()
+        if action == "get_index" and prefers_html(self.headers.get("Accept")):
+            action = "get_explorer"  # a browser asking for / gets the explorer page (E1)
+        else:
+            self.format = self.negotiate()
         getattr(self, action)(user_id, query)
 
     # -- the routes ----------------------------------------------------------------------
@@ -937,12 +990,27 @@ class UsersHandler(BaseHTTPRequestHandler):
         """GET /: where to find things."""
         self.respond(HTTPStatus.OK, render_index(self.format), self.format.content_type)
 
+    def get_explorer(self, user_id, query):
+        """GET / from a browser: the explorer page, allowed to run only its own code (E1)."""
+        self.respond(HTTPStatus.OK, EXPLORER_BODY, "text/html; charset=utf-8",
+                     [("Content-Security-Policy", EXPLORER_CSP),
+                      ("X-Content-Type-Options", "nosniff")])
+
+    def get_openapi(self, user_id, query):
+        """GET /openapi.json: the OpenAPI description of this service (E2)."""
+        self.respond(HTTPStatus.OK, self.server.openapi, "application/json")
+
     def list_users(self, user_id, query):
         """GET /users: a page of users, with X-Total-Count and Link (S5)."""
-        list_query = parse_list_query(query)
-        total, users = self.server.store.list(list_query)
-        self.respond(HTTPStatus.OK, render_users(users, self.format), self.format.content_type,
-                     [("X-Total-Count", str(total)), ("Link", page_links(list_query, total))])
+        key, generation = (query, self.format), self.server.store.generation
+        page = self.server.pages.get(key, generation)
+        if page is None:
+            list_query = parse_list_query(query)
+            total, users = self.server.store.list(list_query)
+            page = (render_users(users, self.format), [
+                ("X-Total-Count", str(total)), ("Link", page_links(list_query, total))])
+            self.server.pages.put(key, generation, page)
+        self.respond(HTTPStatus.OK, page[0], self.format.content_type, page[1])
 
     def create_user(self, user_id, query):
         """POST /users: 201 with the new user and its Location."""
@@ -1168,6 +1236,538 @@ class UsersHandler(BaseHTTPRequestHandler):
 
 
 # ---------------------------------------------------------------------------------------
+# Learning by looking (E1): the explorer page a browser gets at GET /
+#
+# One page, built in: no file, script, style, font or image from anywhere else, so it
+# works offline and from a copied file. Its Content-Security-Policy lets only this script
+# and this style run (by their SHA-256) and lets them talk only to this server. User data
+# goes into the page through textContent, never as HTML.
+# ---------------------------------------------------------------------------------------
+
+EXPLORER_STYLE = """
+body { font: 16px/1.45 system-ui, sans-serif; margin: 0 auto; max-width: 60rem; padding: 0 1rem 3rem; color: #1b1b1b; }
+h1 { font-size: 1.6rem; margin-bottom: 0.2rem; }
+h2 { font-size: 1.2rem; margin: 1.6rem 0 0.6rem; border-bottom: 1px solid #ccc; }
+label { display: block; font-weight: 600; margin-top: 0.5rem; }
+input, select, button { font: inherit; padding: 0.35rem 0.5rem; max-width: 100%; box-sizing: border-box; }
+input, select { width: 100%; }
+fieldset { border: 1px solid #ccc; margin-top: 0.5rem; }
+fieldset label { display: inline; font-weight: normal; margin-right: 1rem; }
+fieldset input { width: auto; }
+.grid { display: grid; grid-template-columns: repeat(auto-fit, minmax(12rem, 1fr)); gap: 0 1rem; }
+.buttons { display: flex; flex-wrap: wrap; gap: 0.5rem; margin-top: 0.8rem; }
+button { cursor: pointer; border: 1px solid #1d4f91; background: #e8f0fb; color: #0b2d5c; border-radius: 4px; }
+button:focus, input:focus, select:focus { outline: 3px solid #f0a400; outline-offset: 1px; }
+table { border-collapse: collapse; width: 100%; margin-top: 0.6rem; }
+th, td { text-align: left; padding: 0.3rem; border-bottom: 1px solid #ddd; }
+td { overflow-wrap: anywhere; }
+pre { background: #f6f6f6; border: 1px solid #ddd; padding: 0.6rem; overflow-x: auto; white-space: pre-wrap; overflow-wrap: anywhere; margin: 0.3rem 0; }
+#exchanges { padding-left: 1.2rem; }
+.exchange { margin-bottom: 1.4rem; }
+.note { margin: 0.2rem 0; }
+.problem { border-left: 4px solid #b3261e; background: #fdecea; padding: 0.4rem 0.8rem; }
+.status-2, .status-3 { border-left: 4px solid #2e7d32; }
+.status-4, .status-5 { border-left: 4px solid #b3261e; }
+"""
+
+EXPLORER_SCRIPT = r"""
+"use strict";
+const byId = (id) => document.getElementById(id);
+const settings = { apiKey: "", format: "json" };  // the key lives only in this variable
+
+const NOTES = {
+  POST: "POST asks the collection to create a member: 201 Created, and Location says where it is.",
+  GET: "GET reads a resource and changes nothing; its ETag names the version you got.",
+  PUT: "PUT replaces the whole user. If-Match carries the ETag we read: a stale one gets 412.",
+  PATCH: "PATCH changes only the fields sent (a merge patch); If-Match guards it too.",
+  DELETE: "DELETE removes the user: 204 No Content. A GET after it would get 404.",
+};
+
+function accept() { return settings.format === "xml" ? "application/xml" : "application/json"; }
+
+function userBody(fields, patch) {
+  if (settings.format === "xml") {
+    const doc = document.implementation.createDocument(null, "user", null);
+    for (const [name, value] of Object.entries(fields)) {
+      const element = doc.createElement(name);
+      element.textContent = value;
+      doc.documentElement.appendChild(element);
+    }
+    return { text: new XMLSerializer().serializeToString(doc), type: "application/xml" };
+  }
+  return { text: JSON.stringify(fields), type: patch ? "application/merge-patch+json" : "application/json" };
+}
+
+function readUsers(text, contentType) {
+  if (contentType.includes("json")) {
+    const data = JSON.parse(text);
+    return Array.isArray(data) ? data : [data];
+  }
+  const doc = new DOMParser().parseFromString(text, "application/xml");
+  const field = (user, name) => (user.getElementsByTagName(name)[0] || {}).textContent;
+  return Array.from(doc.getElementsByTagName("user"), (user) => (
+    { id: Number(field(user, "id")), name: field(user, "name"), email: field(user, "email") }));
+}
+
+function element(tag, text, className) {
+  const made = document.createElement(tag);
+  if (text !== undefined) made.textContent = text;
+  if (className) made.className = className;
+  return made;
+}
+
+function readProblem(text, contentType) {
+  if (contentType.includes("problem+json")) return JSON.parse(text);
+  const doc = new DOMParser().parseFromString(text, "application/xml");
+  const field = (name) => (doc.getElementsByTagName(name)[0] || {}).textContent;
+  const errors = Array.from(doc.getElementsByTagName("i"), (item) => ({
+    field: item.getElementsByTagName("field")[0].textContent,
+    message: item.getElementsByTagName("message")[0].textContent }));
+  return { title: field("title"), status: field("status"), detail: field("detail"), errors };
+}
+
+function showProblem(item, text, contentType) {
+  let problem;
+  try { problem = readProblem(text, contentType); } catch (error) { return; }
+  const box = element("div", undefined, "problem");
+  box.append(element("strong", problem.status + " " + problem.title), element("p", problem.detail));
+  if (problem.errors && problem.errors.length) {
+    const list = element("ul");
+    for (const error of problem.errors) list.append(element("li", error.field + ": " + error.message));
+    box.append(list);
+  }
+  item.append(box);
+}
+
+function showExchange(request, response, text, options) {
+  const item = element("li", undefined, "exchange status-" + String(response.status)[0]);
+  item.dataset.status = response.status;
+  if (options.tourStep) { item.classList.add("tour"); item.dataset.step = options.tourStep; }
+  if (options.note) item.append(element("p", options.note, "note"));
+  const requestLines = [request.method + " " + request.path + " HTTP/1.1"];
+  for (const [name, value] of Object.entries(request.headers)) {
+    requestLines.push(name + ": " + (name === "Authorization" ? "Bearer \u2022\u2022\u2022" : value));
+  }
+  item.append(element("pre", requestLines.join("\n") + "\n\n" + (request.body || "")));
+  const responseLines = ["HTTP/1.1 " + response.status + " " + response.statusText];
+  response.headers.forEach((value, name) => responseLines.push(name + ": " + value));
+  item.append(element("pre", responseLines.join("\n") + "\n\n" + text));
+  const contentType = response.headers.get("Content-Type") || "";
+  if (contentType.includes("problem+")) showProblem(item, text, contentType);
+  byId("exchanges").append(item);
+  if (!options.quiet) item.scrollIntoView({ block: "nearest" });
+}
+
+async function exchange(method, path, options = {}) {
+  const headers = { Accept: accept() };
+  if (settings.apiKey) headers.Authorization = "Bearer " + settings.apiKey;
+  if (options.ifMatch) headers["If-Match"] = options.ifMatch;
+  if (options.body) headers["Content-Type"] = options.body.type;
+  const body = options.body ? options.body.text : undefined;
+  const response = await fetch(path, { method, headers, body, cache: "no-store" });
+  const text = await response.text();
+  showExchange({ method, path, headers, body }, response, text, options);
+  return { response, text };
+}
+
+async function listUsers(path, quiet) {
+  const query = new URLSearchParams();
+  for (const [name, id] of [["sort", "sort"], ["name", "filter-name"], ["email", "filter-email"], ["limit", "limit"]]) {
+    if (byId(id).value) query.set(name, byId(id).value);
+  }
+  const { response, text } = await exchange("GET", path || "/users?" + query, { note: "GET /users lists a page of users.", quiet });
+  const rows = byId("rows");
+  rows.replaceChildren();
+  byId("pages").replaceChildren();
+  if (!response.ok) return;
+  byId("total").textContent = response.headers.get("X-Total-Count") + " users match (X-Total-Count).";
+  for (const user of readUsers(text, response.headers.get("Content-Type"))) {
+    const row = element("tr");
+    row.append(element("td", String(user.id)), element("td", user.name), element("td", user.email));
+    const actions = element("td");
+    const edit = element("button", "Edit");
+    edit.type = "button";
+    edit.addEventListener("click", () => {
+      byId("user-id").value = user.id; byId("user-name").value = user.name; byId("user-email").value = user.email;
+      byId("user-name").focus();
+    });
+    actions.append(edit);
+    row.append(actions);
+    rows.append(row);
+  }
+  for (const link of (response.headers.get("Link") || "").split(",")) {
+    const match = /<([^>]*)>;\s*rel="(\w+)"/.exec(link);
+    if (!match) continue;
+    const button = element("button", match[2]);
+    button.type = "button";
+    button.addEventListener("click", () => listUsers(match[1]));
+    byId("pages").append(button);
+  }
+}
+
+function formFields(onlyFilled) {
+  const fields = {};
+  for (const name of ["name", "email"]) {
+    const value = byId("user-" + name).value;
+    if (!onlyFilled || value) fields[name] = value;
+  }
+  return fields;
+}
+
+async function readTag(id) {
+  const { response } = await exchange("GET", "/users/" + id,
+    { note: "First GET the user: its ETag goes into If-Match, so the write fails if someone changed it meanwhile." });
+  return response.ok ? response.headers.get("ETag") : null;
+}
+
+async function write(method) {
+  const id = byId("user-id").value.trim();
+  if (method === "POST") {
+    await exchange("POST", "/users", { body: userBody(formFields(false)), note: NOTES.POST });
+  } else {
+    if (!id) { byId("user-id").focus(); return; }
+    const tag = await readTag(id);
+    if (tag === null) return;
+    const body = method === "DELETE" ? undefined : userBody(formFields(method === "PATCH"), method === "PATCH");
+    await exchange(method, "/users/" + id, { body, ifMatch: tag, note: NOTES[method] });
+  }
+  await listUsers();
+}
+
+async function tour() {
+  const email = "tour-" + Date.now() + "@example.com";
+  byId("exchanges").append(element("li", "The tour: one user, every verb.", "note"));
+  const created = await exchange("POST", "/users", { body: userBody({ name: "Tour Guide", email }), note: NOTES.POST, tourStep: "POST" });
+  const path = created.response.headers.get("Location");
+  if (!created.response.ok || !path) return;
+  const read = await exchange("GET", path, { note: NOTES.GET, tourStep: "GET" });
+  const replaced = await exchange("PUT", path, { body: userBody({ name: "Tour Guide", email: "renamed-" + email }),
+    ifMatch: read.response.headers.get("ETag"), note: NOTES.PUT, tourStep: "PUT" });
+  const patched = await exchange("PATCH", path, { body: userBody({ name: "Tour Guide, patched" }, true),
+    ifMatch: replaced.response.headers.get("ETag"), note: NOTES.PATCH, tourStep: "PATCH" });
+  await exchange("DELETE", path, { ifMatch: patched.response.headers.get("ETag"), note: NOTES.DELETE, tourStep: "DELETE" });
+  document.body.dataset.tour = "done";
+}
+
+byId("api-key").addEventListener("input", (event) => { settings.apiKey = event.target.value.trim(); });
+for (const radio of document.querySelectorAll("input[name=format]")) {
+  radio.addEventListener("change", (event) => { settings.format = event.target.value; });
+}
+byId("list-form").addEventListener("submit", (event) => { event.preventDefault(); listUsers(); });
+for (const method of ["POST", "PUT", "PATCH", "DELETE"]) {
+  byId("send-" + method).addEventListener("click", () => write(method));
+}
+byId("tour-button").addEventListener("click", tour);
+if (location.hash === "#tour") tour(); else listUsers(undefined, true);
+"""
+
+EXPLORER_PAGE = """<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Users API explorer</title>
+<style>{style}</style>
+</head>
+<body>
+<header>
+<h1>Users API explorer</h1>
+<p>Every button sends a real HTTP request to this service, and the whole exchange appears under
+<a href="#exchanges">Exchanges</a>: the request line, headers and body, then the status line,
+headers and body of the answer. The API is described in <a href="/openapi.json">/openapi.json</a>.</p>
+</header>
+<main>
+<section aria-labelledby="settings-title">
+<h2 id="settings-title">Settings</h2>
+<label for="api-key">API key (sent as Authorization: Bearer; kept only in this page's memory)</label>
+<input id="api-key" type="password" autocomplete="off">
+<fieldset><legend>Format of requests and answers</legend>
+<label><input type="radio" name="format" value="json" checked> JSON</label>
+<label><input type="radio" name="format" value="xml"> XML</label>
+</fieldset>
+<div class="buttons"><button id="tour-button" type="button">Take the guided tour (POST, GET, PUT, PATCH, DELETE)</button></div>
+</section>
+<section aria-labelledby="list-title">
+<h2 id="list-title">Users</h2>
+<form id="list-form" class="grid">
+<div><label for="sort">Sort by</label><select id="sort">
+<option value="id">id</option><option value="-id">id, descending</option>
+<option value="name">name</option><option value="-name">name, descending</option>
+<option value="email">email</option><option value="-email">email, descending</option></select></div>
+<div><label for="filter-name">Name is exactly</label><input id="filter-name"></div>
+<div><label for="filter-email">Email is</label><input id="filter-email"></div>
+<div><label for="limit">Users per page</label><input id="limit" type="number" min="1" max="1000" value="10"></div>
+<div class="buttons"><button type="submit">List users</button></div>
+</form>
+<p id="total" aria-live="polite"></p>
+<table><thead><tr><th scope="col">id</th><th scope="col">name</th><th scope="col">email</th><th scope="col">action</th></tr></thead>
+<tbody id="rows"></tbody></table>
+<nav id="pages" class="buttons" aria-label="Pages (from the Link header)"></nav>
+</section>
+<section aria-labelledby="edit-title">
+<h2 id="edit-title">Create, change or delete a user</h2>
+<div class="grid">
+<div><label for="user-id">id (for PUT, PATCH, DELETE)</label><input id="user-id" inputmode="numeric"></div>
+<div><label for="user-name">name</label><input id="user-name"></div>
+<div><label for="user-email">email</label><input id="user-email"></div>
+</div>
+<div class="buttons">
+<button id="send-POST" type="button">Create (POST)</button>
+<button id="send-PUT" type="button">Replace (PUT)</button>
+<button id="send-PATCH" type="button">Change filled fields (PATCH)</button>
+<button id="send-DELETE" type="button">Delete (DELETE)</button>
+</div>
+</section>
+<section aria-labelledby="exchanges-title">
+<h2 id="exchanges-title">Exchanges</h2>
+<ol id="exchanges" aria-live="polite"></ol>
+</section>
+</main>
+<script>{script}</script>
+</body>
+</html>
+"""
+
+
+def csp_source(text):
+    """A CSP source that allows exactly this inline script or style: its SHA-256, in base64."""
+    return "'sha256-%s'" % base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode()
+
+
+EXPLORER_BODY = EXPLORER_PAGE.replace("{style}", EXPLORER_STYLE).replace(
+    "{script}", EXPLORER_SCRIPT).encode("utf-8")
+EXPLORER_CSP = ("default-src 'none'; script-src %s; style-src %s; connect-src 'self'; "
+                "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+                % (csp_source(EXPLORER_SCRIPT), csp_source(EXPLORER_STYLE)))
+
+
+@functools.lru_cache(maxsize=256)
+def prefers_html(accept):
+    """Whether the Accept header ranks text/html above every API type, as a browser's does."""
+    ranges = parse_accept(accept or "")
+    html_q = quality("text/html", ranges)
+    return html_q > max(quality(media_type, ranges)
+                        for media_type in ("application/json", "application/xml", "text/xml"))
+
+
+# ---------------------------------------------------------------------------------------
+# The API description (E2): an OpenAPI 3.1 document, built from plain dicts
+# ---------------------------------------------------------------------------------------
+
+def json_schema_ref(name):
+    """A reference to one of the document's schemas."""
+    return {"$ref": "#/components/schemas/" + name}
+
+
+def body_content(schema, xml_schema=None, json_types=("application/json",)):
+    """A content map: the schema in each JSON type, and in both XML types."""
+    content = {media_type: {"schema": schema} for media_type in json_types}
+    for media_type in ("application/xml", "text/xml"):
+        content[media_type] = {"schema": xml_schema or schema}
+    return content
+
+
+def header_refs(*names):
+    """References to the document's headers."""
+    return {name: {"$ref": "#/components/headers/" + name} for name in names}
+
+
+def problem_response(description, *headers):
+    """A response whose body is problem details (S6)."""
+    return {"description": description, "headers": header_refs("Vary", *headers),
+            "content": {"application/problem+json": {"schema": json_schema_ref("Problem")},
+                        "application/problem+xml": {"schema": json_schema_ref("Problem")}}}
+
+
+PROBLEMS = {
+    "400": "Malformed body or query, or bad framing",
+    "401": "Missing or wrong Bearer token",
+    "404": "No such user",
+    "406": "The Accept header takes none of JSON, XML",
+    "409": "Another user has this email",
+    "411": "A chunked body: send Content-Length",
+    "412": "If-Match does not name the current ETag",
+    "413": "The body is larger than --max-body",
+    "415": "The body is not JSON or XML in UTF-8",
+    "422": "Fields that break the rules; errors lists each one",
+}
+
+
+def responses(success, *problem_codes):
+    """An operation's responses: its successes, then the problems it can give."""
+    answers = dict(success)
+    for code in problem_codes:
+        answers[code] = problem_response(PROBLEMS[code],
+                                         *(["WWW-Authenticate"] if code == "401" else []))
+    answers["default"] = problem_response("Any other error, as problem details")
+    return answers
+
+
+def user_success(status, description, *extra_headers):
+    """A response carrying one user and its ETag."""
+    return {status: {"description": description,
+                     "headers": header_refs("ETag", "Vary", *extra_headers),
+                     "content": body_content(json_schema_ref("User"))}}
+
+
+def operation(summary, answers, *, auth, parameters=(), body=None):
+    """One operation; `auth` marks it as needing the Bearer token."""
+    described = {"summary": summary, "responses": answers}
+    if parameters:
+        described["parameters"] = list(parameters)
+    if body:
+        described["requestBody"] = {"required": True, "content": body}
+    if auth:
+        described["security"] = [{"bearerAuth": []}]
+    return described
+
+
+def options_operation(summary):
+    """OPTIONS: 204 with Allow, never behind the key."""
+    return {"summary": summary, "security": [],
+            "responses": {"204": {"description": "The methods this path takes",
+                                  "headers": header_refs("Allow")}}}
+
+
+def openapi_document(auth):
+    """The OpenAPI 3.1 description of this service; `auth` when it runs with an API key."""
+    unauthorized = ("401",) if auth else ()
+    text = {"type": "string"}
+    user_id = {"name": "id", "in": "path", "required": True,
+               "schema": {"type": "integer", "minimum": 1, "maximum": MAX_USER_ID}}
+    list_parameters = [
+        {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1,
+                                                     "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT}},
+        {"name": "offset", "in": "query", "schema": {"type": "integer", "minimum": 0,
+                                                      "maximum": MAX_USER_ID, "default": 0}},
+        {"name": "sort", "in": "query", "schema": {"type": "string", "enum": list(SORT_KEYS),
+                                                    "default": "id"}},
+        {"name": "name", "in": "query", "description": "exact name",
+         "schema": {"type": "string", "minLength": 1}},
+        {"name": "email", "in": "query", "description": "email, ignoring ASCII case",
+         "schema": {"type": "string", "minLength": 1}},
+    ]
+    list_success = {"200": {
+        "description": "A page of users",
+        "headers": header_refs("X-Total-Count", "Link", "Vary"),
+        "content": body_content(json_schema_ref("UserList"))}}
+    read_success = user_success("200", "The user")
+    read_success["304"] = {"description": "Not modified: the If-None-Match tag is current",
+                           "headers": header_refs("ETag", "Vary")}
+    index = {"description": "Where things are", "headers": header_refs("Vary"),
+             "content": dict(body_content(json_schema_ref("Index")),
+                             **{"text/html": {"schema": text}})}
+    if_match = {"name": "If-Match", "in": "header", "schema": text,
+                "description": "the ETag you read: the write fails with 412 if it is stale"}
+    if_none_match = {"name": "If-None-Match", "in": "header", "schema": text}
+    write_problems = ("400", "404") + unauthorized + ("406", "409", "411", "412", "413", "415", "422")
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": "Users API", "version": "1.0",
+                 "description": "A users resource in JSON and XML, from rest_users.py."},
+        "paths": {
+            "/": {
+                "get": operation("The index, or the explorer page for a browser",
+                                 responses({"200": index}, "406"), auth=False),
+                "head": operation("The index's headers", responses({"200": index}, "406"), auth=False),
+                "options": options_operation("What / takes"),
+            },
+            "/openapi.json": {
+                "get": operation("This document", responses({"200": {
+                    "description": "The OpenAPI document",
+                    "content": {"application/json": {"schema": {"type": "object"}}}}}, "406"),
+                    auth=False),
+                "head": operation("This document's headers", responses({"200": {
+                    "description": "The OpenAPI document's headers"}}, "406"), auth=False),
+                "options": options_operation("What /openapi.json takes"),
+            },
+            "/users": {
+                "get": operation("List users, a page at a time", responses(
+                    list_success, "400", *unauthorized, "406"), auth=auth, parameters=list_parameters),
+                "head": operation("The list's headers", responses(
+                    list_success, "400", *unauthorized, "406"), auth=auth, parameters=list_parameters),
+                "post": operation("Create a user", responses(
+                    user_success("201", "Created", "Location"), "400", *unauthorized, "406",
+                    "409", "411", "413", "415", "422"), auth=auth,
+                    body=body_content(json_schema_ref("NewUser"))),
+                "options": options_operation("What /users takes"),
+            },
+            "/users/{id}": {
+                "parameters": [user_id],
+                "get": operation("Read a user", responses(read_success, *unauthorized, "404", "406"),
+                                 auth=auth, parameters=[if_none_match]),
+                "head": operation("A user's headers", responses(read_success, *unauthorized, "404",
+                                                                "406"),
+                                  auth=auth, parameters=[if_none_match]),
+                "put": operation("Replace a user (no create)", responses(
+                    user_success("200", "Replaced"), *write_problems), auth=auth,
+                    parameters=[if_match], body=body_content(json_schema_ref("UserReplacement"))),
+                "patch": operation("Change some fields", responses(
+                    user_success("200", "Changed"), *write_problems), auth=auth,
+                    parameters=[if_match], body=body_content(
+                        json_schema_ref("UserPatch"),
+                        json_types=("application/merge-patch+json", "application/json"))),
+                "delete": operation("Delete a user", responses(
+                    {"204": {"description": "Deleted"}}, "404", *unauthorized, "406", "412"),
+                    auth=auth, parameters=[if_match]),
+                "options": options_operation("What /users/{id} takes"),
+            },
+        },
+        "components": openapi_components(),
+    }
+
+
+def openapi_components():
+    """The schemas, headers and security scheme the paths refer to."""
+    name = {"type": "string", "minLength": 1, "maxLength": MAX_NAME_LENGTH}
+    email = {"type": "string", "maxLength": MAX_EMAIL_LENGTH, "pattern": "^[^@\\s]+@[^@\\s]+$"}
+    user_id = {"type": "integer", "minimum": 1, "maximum": MAX_USER_ID}
+    header = {"schema": {"type": "string"}}
+    return {
+        "schemas": {
+            "User": {"type": "object", "required": ["id", "name", "email"],
+                     "properties": {"id": user_id, "name": name, "email": email},
+                     "additionalProperties": False, "xml": {"name": "user"}},
+            "UserList": {"type": "array", "items": json_schema_ref("User"),
+                         "xml": {"name": "users", "wrapped": True}},
+            "NewUser": {"type": "object", "required": ["name", "email"],
+                        "properties": {"name": name, "email": email},
+                        "additionalProperties": False, "xml": {"name": "user"}},
+            "UserReplacement": {"type": "object", "required": ["name", "email"],
+                                "description": "id, if given, must be the id in the path",
+                                "properties": {"id": user_id, "name": name, "email": email},
+                                "additionalProperties": False, "xml": {"name": "user"}},
+            "UserPatch": {"type": "object", "description": "the fields to change (RFC 7396)",
+                          "properties": {"id": user_id, "name": name, "email": email},
+                          "additionalProperties": False, "xml": {"name": "user"}},
+            "Index": {"type": "object", "properties": {"users": {"type": "string"}},
+                      "xml": {"name": "index"}},
+            "Problem": {
+                "type": "object", "required": ["type", "title", "status", "detail"],
+                "properties": {
+                    "type": {"type": "string"}, "title": {"type": "string"},
+                    "status": {"type": "integer"}, "detail": {"type": "string"},
+                    "errors": {"type": "array", "items": {
+                        "type": "object", "required": ["field", "message"],
+                        "properties": {"field": {"type": "string"},
+                                       "message": {"type": "string"}}}}},
+                "xml": {"name": "problem", "namespace": "urn:ietf:rfc:7807"}},
+        },
+        "headers": {
+            "ETag": dict(header, description="The version of this representation"),
+            "Location": dict(header, description="Where the new user is"),
+            "Link": dict(header, description="first, last, prev, next pages (RFC 8288)"),
+            "X-Total-Count": {"schema": {"type": "integer", "minimum": 0},
+                              "description": "How many users match, over all pages"},
+            "Vary": dict(header, description="Accept: the format follows the Accept header"),
+            "Allow": dict(header, description="The methods this path takes"),
+            "WWW-Authenticate": dict(header, description='Bearer realm="users"'),
+        },
+        "securitySchemes": {"bearerAuth": {"type": "http", "scheme": "bearer"}},
+    }
+
+
+# ---------------------------------------------------------------------------------------
 # The server and the command line (S1)
 # ---------------------------------------------------------------------------------------
 
@@ -1186,6 +1786,8 @@ class UsersServer(ThreadingHTTPServer):
         self.idle_timeout = timeout
         # a response differs by Accept, and by Origin when only one origin gets CORS headers
         self.vary = "Accept, Origin" if cors not in (None, "*") else "Accept"
+        self.pages = PageCache()
+        self.openapi = json_bytes(openapi_document(auth=api_key is not None))
         super().__init__(address, UsersHandler)
 
     def server_close(self):

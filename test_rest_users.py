@@ -10,6 +10,7 @@ import itertools
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import sqlite3
@@ -1421,3 +1422,285 @@ def test_quiet_logs_no_request_lines(capfd):
     finally:
         stop_server(running)
     assert "GET /users" not in capfd.readouterr().err
+
+
+def test_a_listed_page_shows_every_write_that_follows(server):
+    newest = "/users?sort=-id&limit=1"
+    first = create(server)
+    assert call(server, "GET", newest).json() == [first]  # rendered, and kept
+    total = int(call(server, "GET", newest).headers["X-Total-Count"])
+    second = create(server)
+    reply = call(server, "GET", newest)
+    assert reply.json() == [second] and reply.headers["X-Total-Count"] == str(total + 1)
+    call(server, "PATCH", "/users/%d" % second["id"], {"name": "Renamed"})
+    assert call(server, "GET", newest).json() == [dict(second, name="Renamed")]
+    xml = call(server, "GET", newest, headers={"Accept": "application/xml"})
+    assert "<name>Renamed</name>" in xml.text()
+    call(server, "DELETE", "/users/%d" % second["id"])
+    assert call(server, "GET", newest).json() == [first]
+
+
+def test_a_failed_write_keeps_the_listed_page(server):
+    user = create(server)
+    newest = "/users?sort=-id&limit=1"
+    assert call(server, "GET", newest).json() == [user]
+    assert call(server, "PATCH", "/users/%d" % user["id"], {"name": ""}).status == 422
+    assert call(server, "GET", newest).json() == [user]
+
+
+# -- E1: the explorer ----------------------------------------------------------------------
+
+BROWSER_ACCEPT = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
+
+
+@pytest.mark.parametrize("accept", [BROWSER_ACCEPT, "text/html", "text/html, */*;q=0.1"])
+def test_a_browser_gets_the_explorer_page(server, accept):
+    reply = call(server, "GET", "/", headers={"Accept": accept})
+    assert reply.status == 200
+    assert reply.headers["Content-Type"] == "text/html; charset=utf-8"
+    assert reply.headers["Vary"] == "Accept"
+    assert reply.text().startswith("<!doctype html>")
+
+
+@pytest.mark.parametrize("accept", [None, "*/*", "application/json", "application/xml",
+                                    "text/html;q=0.5, application/json",
+                                    "text/html, application/json"])
+def test_api_clients_still_get_the_index(server, accept):
+    reply = call(server, "GET", "/", headers={"Accept": accept} if accept else {})
+    assert reply.status == 200
+    assert reply.headers["Content-Type"] in (JSON_TYPE, XML_TYPE)
+
+
+def test_the_explorer_allows_only_its_own_script_and_style(server):
+    reply = call(server, "GET", "/", headers={"Accept": BROWSER_ACCEPT})
+    policy = dict(part.strip().split(" ", 1) for part in
+                  reply.headers["Content-Security-Policy"].split(";"))
+    page = reply.text()
+    [script] = re.findall(r"<script>(.*?)</script>", page, re.S)
+    [style] = re.findall(r"<style>(.*?)</style>", page, re.S)
+    assert policy["default-src"] == "'none'"
+    assert policy["script-src"] == rest_users.csp_source(script)
+    assert policy["style-src"] == rest_users.csp_source(style)
+    assert policy["connect-src"] == "'self'"
+    assert "unsafe" not in reply.headers["Content-Security-Policy"]
+
+
+def test_the_explorer_loads_nothing_from_elsewhere(server):
+    page = call(server, "GET", "/", headers={"Accept": BROWSER_ACCEPT}).text()
+    assert not re.search(r"<(script|img|link|iframe|object|embed)\b[^>]*\b(src|href)=", page)
+    assert "url(" not in page and "@import" not in page
+    assert "innerHTML" not in page and "eval(" not in page
+    assert "localStorage" not in page and "sessionStorage" not in page
+    assert "document.cookie" not in page
+
+
+def test_the_explorer_labels_every_field(server):
+    page = call(server, "GET", "/", headers={"Accept": BROWSER_ACCEPT}).text()
+    labelled = set(re.findall(r'<label for="([\w-]+)"', page))
+    inputs = set(re.findall(r'<(?:input|select) id="([\w-]+)"', page))
+    assert inputs and inputs <= labelled
+    assert '<meta name="viewport" content="width=device-width, initial-scale=1">' in page
+
+
+def test_the_explorer_is_open_without_the_key(auth_server):
+    reply = call(auth_server, "GET", "/", headers={"Accept": BROWSER_ACCEPT})
+    assert reply.status == 200 and reply.headers["Content-Type"].startswith("text/html")
+
+
+def test_head_of_the_explorer_has_its_headers(server):
+    get = call(server, "GET", "/", headers={"Accept": BROWSER_ACCEPT})
+    head = call(server, "HEAD", "/", headers={"Accept": BROWSER_ACCEPT})
+    assert head.body == b""
+    assert head.headers["Content-Length"] == get.headers["Content-Length"]
+    assert head.headers["Content-Security-Policy"] == get.headers["Content-Security-Policy"]
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed "
+                                    "(apt-get install chromium); .ci/run installs it")
+
+
+def browser_dom(url, tmp_path):
+    """The DOM of a page after headless Chromium has run its script."""
+    result = subprocess.run(
+        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync", "--no-first-run",
+         "--user-data-dir=" + str(tmp_path / "chromium"), "--dump-dom",
+         "--virtual-time-budget=10000", url],
+        capture_output=True, text=True, timeout=60)
+    return result.stdout
+
+
+@needs_chromium
+def test_the_tour_shows_five_exchanges_in_a_browser(tmp_path):
+    running = start_server()
+    try:
+        dom = browser_dom("http://127.0.0.1:%d/#tour" % running.server_address[1], tmp_path)
+    finally:
+        stop_server(running)
+    steps = [(re.search(r'data-step="(\w+)"', tag).group(1),
+              re.search(r'data-status="(\d+)"', tag).group(1))
+             for tag in re.findall(r"<li [^>]*\btour\b[^>]*>", dom)]
+    assert steps == [("POST", "201"), ("GET", "200"), ("PUT", "200"), ("PATCH", "200"),
+                     ("DELETE", "204")]
+    assert 'data-tour="done"' in dom
+    assert "If-Match: &quot;1-json&quot;" in dom or 'If-Match: "1-json"' in dom
+
+
+@needs_chromium
+def test_user_data_is_shown_as_text_in_a_browser(tmp_path):
+    running = start_server()
+    try:
+        create(running, name="<img src=x onerror=alert(1)>", email="xss@example.com")
+        dom = browser_dom("http://127.0.0.1:%d/" % running.server_address[1], tmp_path)
+    finally:
+        stop_server(running)
+    assert "<td>&lt;img src=x onerror=alert(1)&gt;</td>" in dom
+    assert "<img" not in dom
+
+
+# -- E2: the OpenAPI description ------------------------------------------------------------
+
+def openapi(server):
+    reply = call(server, "GET", "/openapi.json")
+    assert reply.status == 200
+    assert reply.headers["Content-Type"] == "application/json"
+    return reply.json()
+
+
+def test_the_openapi_document_declares_3_1(server):
+    document = openapi(server)
+    assert document["openapi"].startswith("3.1")
+    assert document["components"]["securitySchemes"]["bearerAuth"] == {"type": "http",
+                                                                        "scheme": "bearer"}
+
+
+def test_the_openapi_document_covers_every_route_and_method(server):
+    paths = openapi(server)["paths"]
+    assert set(paths) == {found.path for found in rest_users.ROUTES}
+    for found in rest_users.ROUTES:
+        documented = {method.upper() for method in paths[found.path] if method != "parameters"}
+        assert documented == set(found.allow.split(", ")), found.path
+
+
+def test_the_openapi_document_lists_every_list_parameter(server):
+    operation = openapi(server)["paths"]["/users"]["get"]
+    assert [p["name"] for p in operation["parameters"]] == list(rest_users.LIST_PARAMETERS)
+
+
+def test_with_a_key_every_users_operation_but_options_needs_bearer(auth_server):
+    document = call(auth_server, "GET", "/openapi.json").json()  # open without the key
+    for path, item in document["paths"].items():
+        for method, operation in item.items():
+            if method == "parameters":
+                continue
+            expected = [{"bearerAuth": []}] if path.startswith("/users") else None
+            if method == "options":
+                expected = []
+            assert operation.get("security") == expected, (path, method)
+            if expected:
+                assert "WWW-Authenticate" in operation["responses"]["401"]["headers"]
+
+
+def test_without_a_key_no_operation_needs_bearer(server):
+    for item in openapi(server)["paths"].values():
+        for method, operation in item.items():
+            if method != "parameters":
+                assert operation.get("security") in (None, [])
+
+
+def resolve(document, schema):
+    while "$ref" in schema:
+        node = document
+        for part in schema["$ref"].lstrip("#/").split("/"):
+            node = node[part]
+        schema = node
+    return schema
+
+
+def schema_errors(document, schema, value, where="body"):
+    """What in value breaks the (small subset of) JSON Schema the document uses."""
+    schema = resolve(document, schema)
+    kinds = {"object": dict, "array": list, "string": str, "integer": int}
+    kind = schema.get("type")
+    if kind and not (isinstance(value, kinds[kind]) and not isinstance(value, bool)):
+        return ["%s: %r is not %s" % (where, value, kind)]
+    errors = []
+    if kind == "object":
+        errors += ["%s: %s missing" % (where, key) for key in schema.get("required", [])
+                   if key not in value]
+        for key, item in value.items():
+            if key in schema.get("properties", {}):
+                errors += schema_errors(document, schema["properties"][key], item, where + "." + key)
+            elif schema.get("additionalProperties") is False:
+                errors.append("%s: %s not allowed" % (where, key))
+    if kind == "array":
+        for index, item in enumerate(value):
+            errors += schema_errors(document, schema["items"], item, "%s[%d]" % (where, index))
+    if kind == "string" and not schema.get("minLength", 0) <= len(value) <= schema.get(
+            "maxLength", len(value)):
+        errors.append("%s: length out of range" % where)
+    if kind == "integer" and not schema.get("minimum", value) <= value <= schema.get(
+            "maximum", value):
+        errors.append("%s: out of range" % where)
+    if "enum" in schema and value not in schema["enum"]:
+        errors.append("%s: not in enum" % where)
+    return errors
+
+
+def check_against_openapi(document, path, method, reply):
+    """Assert that a reply is one the document describes, headers and body."""
+    operation = document["paths"][path][method.lower()]
+    response = operation["responses"].get(str(reply.status), operation["responses"].get("default"))
+    assert response is not None, (path, method, reply.status)
+    for name, header in response.get("headers", {}).items():
+        if name != "WWW-Authenticate" or reply.status == 401:
+            assert name in reply.headers, (path, method, reply.status, name)
+        if resolve(document, header)["schema"]["type"] == "integer":
+            assert reply.headers[name].isdigit()
+    media_type = reply.headers.get("Content-Type", "").split(";")[0]
+    if reply.body:
+        assert media_type in response["content"], (path, method, reply.status, media_type)
+        if media_type.endswith("json"):
+            schema = response["content"][media_type]["schema"]
+            assert schema_errors(document, schema, reply.json()) == []
+
+
+def test_every_response_matches_the_openapi_document(server):
+    document = openapi(server)
+    json_body = {"Content-Type": "application/json"}
+    email = new_email()
+    exchanges = [
+        ("/", "GET", "/", None, {}),
+        ("/", "GET", "/", None, {"Accept": "image/png"}),
+        ("/users", "POST", "/users", {"name": "Doc", "email": email}, {}),
+        ("/users", "POST", "/users", {"name": "Doc", "email": email}, {}),
+        ("/users", "POST", "/users", {"name": "", "email": "x"}, {}),
+        ("/users", "POST", "/users", "{", json_body),
+        ("/users", "POST", "/users", "x", {"Content-Type": "text/plain"}),
+        ("/users", "GET", "/users?limit=2&sort=-id", None, {}),
+        ("/users", "GET", "/users?limit=0", None, {}),
+        ("/users", "HEAD", "/users", None, {}),
+        ("/users", "OPTIONS", "/users", None, {}),
+        ("/users/{id}", "GET", "/users/1", None, {}),
+        ("/users/{id}", "GET", "/users/1", None, {"If-None-Match": "*"}),
+        ("/users/{id}", "GET", "/users/999999", None, {}),
+        ("/users/{id}", "PUT", "/users/1", {"name": "Doc", "email": new_email()}, {}),
+        ("/users/{id}", "PUT", "/users/1", {"name": "Doc", "email": email}, {"If-Match": '"0"'}),
+        ("/users/{id}", "PATCH", "/users/1", {"name": "Doc 2"}, {}),
+        ("/users/{id}", "PATCH", "/users/1", {"nope": 1}, {}),
+        ("/users/{id}", "DELETE", "/users/999999", None, {}),
+        ("/openapi.json", "GET", "/openapi.json", None, {}),
+    ]
+    for path, method, target, body, headers in exchanges:
+        check_against_openapi(document, path, method, call(server, method, target, body, headers))
+    user = create(server)
+    check_against_openapi(document, "/users/{id}", "DELETE",
+                          call(server, "DELETE", "/users/%d" % user["id"]))
+
+
+def test_auth_responses_match_the_openapi_document(auth_server):
+    document = openapi(auth_server)
+    check_against_openapi(document, "/users", "GET", call(auth_server, "GET", "/users"))
+    check_against_openapi(document, "/users/{id}", "PUT", call(
+        auth_server, "PUT", "/users/1", {"name": "A"}, {"Authorization": "Bearer nope"}))
