@@ -280,8 +280,8 @@ class MemoryStore:
                 return len(matches), page_of(matches, query)
             if query.sort in ("id", "-id"):  # the lists are in id order already: sort nothing
                 users = self.live_users(reverse=query.sort == "-id")
-                end = query.offset + query.limit
-                return self.count, list(itertools.islice(users, query.offset, end))
+                start = min(query.offset, self.count)  # islice takes no index past sys.maxsize
+                return self.count, list(itertools.islice(users, start, start + query.limit))
             return self.count, page_of(self.live_users(), query)
 
     def matching(self, query):
@@ -746,7 +746,7 @@ def integer_parameter(parameters, name, default, low, high):
     if not (value.isascii() and value.isdigit()):
         raise bad_query("The query parameter %s must be a whole number in digits, not %s."
                         % (name, printable(value)))
-    if len(value) > 18 or not low <= int(value) <= high:
+    if len(value) > 19 or not low <= int(value) <= high:
         raise bad_query("The query parameter %s must be from %d to %d." % (name, low, high))
     return int(value)
 
@@ -1626,7 +1626,8 @@ def options_operation(summary):
     """OPTIONS: 204 with Allow, never behind the key."""
     return {"summary": summary, "security": [],
             "responses": {"204": {"description": "The methods this path takes",
-                                  "headers": header_refs("Allow")}}}
+                                  "headers": header_refs("Allow")},
+                          "default": problem_response("No such path")}}
 
 
 def openapi_document(auth):
@@ -1719,8 +1720,15 @@ def openapi_document(auth):
 
 def openapi_components():
     """The schemas, headers and security scheme the paths refer to."""
-    name = {"type": "string", "minLength": 1, "maxLength": MAX_NAME_LENGTH}
-    email = {"type": "string", "maxLength": MAX_EMAIL_LENGTH, "pattern": "^[^@\\s]+@[^@\\s]+$"}
+    # S2 in patterns: no control or non-characters; a name not only white space (Python's
+    # str.isspace() counts U+0085 as space, ECMAScript's \s does not); one @ in an email
+    allowed = "[^\\u0000-\\u001f\\u007f\\ud800-\\udfff\\ufffe\\uffff]"
+    visible = "[^\\s\\u0085\\u0000-\\u001f\\u007f\\ud800-\\udfff\\ufffe\\uffff]"
+    email_part = "[^@\\s\\u0085\\u0000-\\u001f\\u007f\\ud800-\\udfff\\ufffe\\uffff]+"
+    name = {"type": "string", "minLength": 1, "maxLength": MAX_NAME_LENGTH,
+            "pattern": "^%s*%s%s*$" % (allowed, visible, allowed)}
+    email = {"type": "string", "minLength": 3, "maxLength": MAX_EMAIL_LENGTH,
+             "pattern": "^%s@%s$" % (email_part, email_part)}
     user_id = {"type": "integer", "minimum": 1, "maximum": MAX_USER_ID}
     header = {"schema": {"type": "string"}}
     return {

@@ -778,6 +778,13 @@ def test_bad_query_parameters_are_400(listing, query):
     assert "query" in problem["detail"] or "sort" in problem["detail"]
 
 
+@pytest.mark.parametrize("query", ["", "&sort=-id", "&sort=name", "&name=Carol", "&email=bob@example.com"])
+def test_the_largest_offset_is_an_empty_page(listing, query):
+    reply = call(listing, "GET", "/users?limit=1000&offset=9223372036854775807" + query)
+    assert reply.status == 200 and reply.json() == []
+    assert 'rel="prev"' in reply.headers["Link"] and 'rel="next"' not in reply.headers["Link"]
+
+
 def test_the_page_size_can_be_1000(listing):
     assert call(listing, "GET", "/users?limit=1000").status == 200
 
@@ -1640,6 +1647,8 @@ def schema_errors(document, schema, value, where="body"):
     if kind == "string" and not schema.get("minLength", 0) <= len(value) <= schema.get(
             "maxLength", len(value)):
         errors.append("%s: length out of range" % where)
+    if kind == "string" and not re.search(schema.get("pattern", ""), value):
+        errors.append("%s: does not match the pattern" % where)
     if kind == "integer" and not schema.get("minimum", value) <= value <= schema.get(
             "maximum", value):
         errors.append("%s: out of range" % where)
