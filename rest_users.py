@@ -1722,9 +1722,9 @@ def openapi_components():
     """The schemas, headers and security scheme the paths refer to."""
     # S2 in patterns: no control or non-characters; a name not only white space (Python's
     # str.isspace() counts U+0085 as space, ECMAScript's \s does not); one @ in an email
-    allowed = "[^\\u0000-\\u001f\\u007f\\ud800-\\udfff\\ufffe\\uffff]"
-    visible = "[^\\s\\u0085\\u0000-\\u001f\\u007f\\ud800-\\udfff\\ufffe\\uffff]"
-    email_part = "[^@\\s\\u0085\\u0000-\\u001f\\u007f\\ud800-\\udfff\\ufffe\\uffff]+"
+    allowed = "[^\\u0000-\\u001f\\u007f\\ufffe\\uffff]"
+    visible = "[^\\s\\u0000-\\u001f\\u007f\\u0085\\ufffe\\uffff]"
+    email_part = "[^@\\s\\u0000-\\u001f\\u007f\\u0085\\ufffe\\uffff]+"
     name = {"type": "string", "minLength": 1, "maxLength": MAX_NAME_LENGTH,
             "pattern": "^%s*%s%s*$" % (allowed, visible, allowed)}
     email = {"type": "string", "minLength": 3, "maxLength": MAX_EMAIL_LENGTH,
