@@ -28,7 +28,8 @@ The resource:
     DELETE /users/{id}   delete it: 204 No Content
 
 Responses are JSON or XML, as the Accept header asks; every error is an RFC 9457 problem
-document that says what was wrong. Use it to learn, to test and as a fake API: http.server
+document that says what was wrong. A browser opening http://127.0.0.1:8000/ gets an explorer
+page that shows each HTTP exchange in full, and /openapi.json describes the API for tools. Use it to learn, to test and as a fake API: http.server
 is not a hardened server, so put a real web server in front of it before the internet.
 """
 
