@@ -176,16 +176,15 @@ def send(request, timeout=DEFAULT_TIMEOUT):
     Network, URL, header and timeout trouble never raises: the exception comes back as
     the error value (URLError, TimeoutError, ValueError, ...).
     """
+    timeout = DEFAULT_TIMEOUT if timeout is None else timeout  # never wait for ever
     try:
         prepared = build_request(request)
-        with OPENER.open(prepared, timeout=timeout if timeout is not None else DEFAULT_TIMEOUT) as reply:
+        try:
+            reply = OPENER.open(prepared, timeout=timeout)
+        except urllib.error.HTTPError as error:  # a 4xx or 5xx (or a 3xx not followed)
+            reply = error  # is a reply like any other
+        with reply:
             return read_response(reply), None
-    except urllib.error.HTTPError as error:  # a 4xx or 5xx (or a 3xx not followed): a reply
-        with error:
-            try:
-                return read_response(error), None
-            except (OSError, http.client.HTTPException) as broken:
-                return None, broken
     except (OSError, ValueError, TypeError, http.client.HTTPException) as error:
         return None, error  # URLError and TimeoutError are OSErrors
 

@@ -29,8 +29,10 @@ The resource:
 
 Responses are JSON or XML, as the Accept header asks; every error is an RFC 9457 problem
 document that says what was wrong. A browser opening http://127.0.0.1:8000/ gets an explorer
-page that shows each HTTP exchange in full, and /openapi.json describes the API for tools. Use it to learn, to test and as a fake API: http.server
-is not a hardened server, so put a real web server in front of it before the internet.
+page that shows each HTTP exchange in full, and /openapi.json describes the API for tools.
+
+Use it to learn, to test and as a fake API. http.server is not a hardened server: put a real
+web server in front of it before the internet.
 """
 
 import argparse
@@ -382,6 +384,8 @@ class SQLiteStore:
         self.db = sqlite3.connect(path, check_same_thread=False)
         try:
             self.db.executescript(self.SCHEMA)
+            # SQLite counts rows by reading them all; the store keeps the total itself
+            self.count = self.db.execute("SELECT COUNT(*) FROM users").fetchone()[0]
         except sqlite3.Error:
             self.db.close()
             raise
@@ -410,11 +414,12 @@ class SQLiteStore:
         field, descending = sort_order(query)  # a SORT_KEYS entry, never client text
         order = "%s %s, id" % (field, "DESC" if descending else "ASC")
         with self.lock:
-            total = self.db.execute("SELECT COUNT(*) FROM users" + where, arguments).fetchone()
+            total = self.count if not conditions else self.db.execute(
+                "SELECT COUNT(*) FROM users" + where, arguments).fetchone()[0]
             rows = self.db.execute(
                 "SELECT id, name, email, version FROM users%s ORDER BY %s LIMIT ? OFFSET ?"
                 % (where, order), arguments + [query.limit, query.offset]).fetchall()
-        return total[0], [User(*row) for row in rows]
+        return total, [User(*row) for row in rows]
 
     def create(self, name, email):
         """Insert a user and return it; 409 if its email is taken."""
@@ -425,6 +430,7 @@ class SQLiteStore:
                                              (name, email))
                 except sqlite3.IntegrityError:
                     raise email_taken(email) from None
+            self.count += 1
             self.generation += 1
             return User(cursor.lastrowid, name, email, 1)
 
@@ -453,6 +459,7 @@ class SQLiteStore:
                     raise not_found(user_id)
                 check(current)
                 self.db.execute("DELETE FROM users WHERE id = ?", (user_id,))
+            self.count -= 1
             self.generation += 1
 
     def close(self):
@@ -613,6 +620,7 @@ class UserXmlReader:
         self.nested = False
 
     def start(self, tag, attributes):
+        """An element opens: the root must be <user>; its children are the fields."""
         self.depth += 1
         if self.depth == 1 and tag != "user":
             raise ApiError(HTTPStatus.BAD_REQUEST,
@@ -623,6 +631,7 @@ class UserXmlReader:
             self.nested = True
 
     def end(self, tag):
+        """An element closes: a field's text becomes its value."""
         if self.depth == 2:
             value = NestedXmlElement() if self.nested else "".join(self.text)
             if tag == "id" and isinstance(value, str) and USER_ID.fullmatch(value):
@@ -631,10 +640,12 @@ class UserXmlReader:
         self.depth -= 1
 
     def characters(self, data):
+        """Text inside a field (expat may hand it over in several pieces)."""
         if self.depth == 2:
             self.text.append(data)
 
     def refuse_doctype(self, *args):
+        """A DOCTYPE or entity declaration: refused before the parser goes on (S10)."""
         raise ApiError(HTTPStatus.BAD_REQUEST,
                        "XML with a DOCTYPE or entity declarations is not accepted.")
 
@@ -817,6 +828,7 @@ class Headers:
         self.fields = {}  # lower-case name -> [values]
 
     def add(self, name, value):
+        """Add one field's value."""
         self.fields.setdefault(name.lower(), []).append(value)
 
     def get(self, name, default=None):
@@ -829,6 +841,7 @@ class Headers:
         return self.fields.get(name.lower(), default)
 
     def __contains__(self, name):
+        """Whether the request has this field: `"Content-Length" in headers`."""
         return name.lower() in self.fields
 
 
@@ -897,9 +910,10 @@ def find_route(path):
 class UsersHandler(BaseHTTPRequestHandler):
     """Answers one connection's requests, one after another.
 
-    http.server parses the request line and headers, then calls do_<VERB>; every verb
-    goes to handle_api_request, which routes it through the table above. Code that finds
-    a problem raises ApiError, and handle_api_request turns it into a problem response.
+    http.server reads the request line, parse_request (below) reads the headers, and
+    http.server calls do_<VERB>; every verb goes to handle_api_request, which routes it
+    through the table above. Code that finds a problem raises ApiError, and
+    handle_api_request turns it into a problem response.
     """
 
     protocol_version = "HTTP/1.1"  # persistent connections (S10)
@@ -1003,6 +1017,7 @@ class UsersHandler(BaseHTTPRequestHandler):
 
     def list_users(self, user_id, query):
         """GET /users: a page of users, with X-Total-Count and Link (S5)."""
+        # A page rendered since the store's last write is sent again as it is (PageCache).
         key, generation = (query, self.format), self.server.store.generation
         page = self.server.pages.get(key, generation)
         if page is None:
@@ -1031,21 +1046,18 @@ class UsersHandler(BaseHTTPRequestHandler):
 
     def replace_user(self, user_id, query):
         """PUT /users/{id}: replace name and email (no create: 404 when missing)."""
-        pairs = self.read_user_body()
-
-        def change(current):
-            self.check_if_match(current)
-            return validate_user(pairs, path_id=user_id)
-
-        self.send_user(HTTPStatus.OK, self.server.store.update(user_id, change))
+        self.update_user(user_id, self.read_user_body(), partial=False)
 
     def patch_user(self, user_id, query):
         """PATCH /users/{id}: change the fields given (a JSON merge patch, or partial XML)."""
-        pairs = self.read_user_body(merge_patch=True)
+        self.update_user(user_id, self.read_user_body(merge_patch=True), partial=True)
+
+    def update_user(self, user_id, pairs, partial):
+        """Check If-Match, then the fields, then write: one atomic step inside the store."""
 
         def change(current):
             self.check_if_match(current)
-            return validate_user(pairs, path_id=user_id, partial=True)
+            return validate_user(pairs, path_id=user_id, partial=partial)
 
         self.send_user(HTTPStatus.OK, self.server.store.update(user_id, change))
 
@@ -1136,9 +1148,9 @@ class UsersHandler(BaseHTTPRequestHandler):
         reader = BODY_READERS.get(media_type)
         if reader is None or charset not in (None, "utf-8") or (
                 media_type == MERGE_PATCH and not merge_patch):
-            raise ApiError(HTTPStatus.UNSUPPORTED_MEDIA_TYPE,
-                           "The body must be %s, not %s."
-                           % (SUPPORTED_BODY_TYPES, printable(self.headers.get("Content-Type", "untyped"))))
+            sent = self.headers.get("Content-Type", "untyped")
+            raise ApiError(HTTPStatus.UNSUPPORTED_MEDIA_TYPE, "The body must be %s, not %s."
+                           % (SUPPORTED_BODY_TYPES, printable(sent)))
         try:
             text = body.decode("utf-8")
         except UnicodeDecodeError:

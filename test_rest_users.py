@@ -269,6 +269,22 @@ def test_ids_are_not_reused_after_a_restart_with_db(tmp_path):
         stop_server(running)
 
 
+def test_the_total_count_survives_a_restart_with_db(tmp_path):
+    db = str(tmp_path / "users.db")
+    running = start_server(db=db)
+    for _ in range(3):
+        create(running)
+    call(running, "DELETE", "/users/2")
+    stop_server(running)
+    running = start_server(db=db)
+    try:
+        assert call(running, "GET", "/users").headers["X-Total-Count"] == "2"
+        create(running)
+        assert call(running, "GET", "/users?limit=1").headers["X-Total-Count"] == "3"
+    finally:
+        stop_server(running)
+
+
 def test_post_returns_the_user_exactly_as_sent(server):
     reply = call(server, "POST", "/users", {"name": "  Zoë 🦉 李 ", "email": "zoe@example.com"})
     assert reply.status == 201
