@@ -876,6 +876,14 @@ def http_date(second):
     return email.utils.formatdate(second, usegmt=True)
 
 
+@functools.lru_cache(maxsize=2)
+def log_date(second):
+    """The local time as http.server's log lines show it, formatted once a second."""
+    year, month, day, hour, minute, second = time.localtime(second)[:6]
+    return "%02d/%s/%04d %02d:%02d:%02d" % (
+        day, BaseHTTPRequestHandler.monthname[month], year, hour, minute, second)
+
+
 Route = namedtuple("Route", "path pattern actions allow")
 
 
@@ -1241,6 +1249,10 @@ class UsersHandler(BaseHTTPRequestHandler):
             return []
         return [("Access-Control-Allow-Origin", origin),
                 ("Access-Control-Expose-Headers", CORS_EXPOSED_HEADERS)]
+
+    def log_date_time_string(self):
+        """The time in a log line (cached per second: it was a quarter of a line's cost)."""
+        return log_date(int(time.time()))
 
     def log_request(self, code="-", size="-"):
         """One line per request on stderr, unless --quiet."""

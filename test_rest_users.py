@@ -1438,6 +1438,18 @@ def test_without_cors_there_are_no_cors_headers(server):
     assert "Access-Control-Allow-Origin" not in reply.headers
 
 
+def test_each_request_logs_one_line_as_http_server_does(capfd):
+    running = start_server(quiet=False)
+    try:
+        call(running, "GET", "/users/999999")
+    finally:
+        stop_server(running)
+    lines = capfd.readouterr().err.splitlines()
+    assert len(lines) == 1
+    assert re.fullmatch(r'127\.0\.0\.1 - - \[\d\d/[A-Z][a-z]{2}/\d{4} \d\d:\d\d:\d\d\] '
+                        r'"GET /users/999999 HTTP/1\.1" 404 \d+', lines[0])
+
+
 def test_quiet_logs_no_request_lines(capfd):
     running = start_server(quiet=True)
     try:
