@@ -212,9 +212,11 @@ def validate_user(pairs, *, path_id=None, partial=False):
     return fields
 
 
-def not_found(user_id):
-    """The 404 for an id that names no user."""
-    return ApiError(HTTPStatus.NOT_FOUND, "There is no user with id %d." % user_id)
+def existing(user, user_id):
+    """Return the user a store found, or raise the 404 for an id that names no user."""
+    if user is None:
+        raise ApiError(HTTPStatus.NOT_FOUND, "There is no user with id %d." % user_id)
+    return user
 
 
 def email_taken(email):
@@ -318,9 +320,7 @@ class MemoryStore:
     def update(self, user_id, change):
         """Apply change(current user) -> {field: value} and return the updated user."""
         with self.lock:
-            current = self.get(user_id)
-            if current is None:
-                raise not_found(user_id)
+            current = existing(self.get(user_id), user_id)
             user = current._replace(version=current.version + 1, **change(current))
             if email_key(user.email) != email_key(current.email):
                 key = self.claim_email(user.email)
@@ -333,9 +333,7 @@ class MemoryStore:
     def delete(self, user_id, check):
         """Delete the user after check(current user) has passed."""
         with self.lock:
-            current = self.get(user_id)
-            if current is None:
-                raise not_found(user_id)
+            current = existing(self.get(user_id), user_id)
             check(current)
             self.names[user_id] = self.emails[user_id] = None
             del self.ids_by_email[email_key(current.email)]
@@ -438,9 +436,7 @@ class SQLiteStore:
         """Apply change(current user) -> {field: value} and return the updated user."""
         with self.lock:
             with self.db:
-                current = self.select_user(user_id)
-                if current is None:
-                    raise not_found(user_id)
+                current = existing(self.select_user(user_id), user_id)
                 user = current._replace(version=current.version + 1, **change(current))
                 try:
                     self.db.execute("UPDATE users SET name = ?, email = ?, version = ? "
@@ -454,9 +450,7 @@ class SQLiteStore:
         """Delete the user after check(current user) has passed."""
         with self.lock:
             with self.db:
-                current = self.select_user(user_id)
-                if current is None:
-                    raise not_found(user_id)
+                current = existing(self.select_user(user_id), user_id)
                 check(current)
                 self.db.execute("DELETE FROM users WHERE id = ?", (user_id,))
             self.count -= 1
@@ -1044,9 +1038,7 @@ class UsersHandler(BaseHTTPRequestHandler):
 
     def get_user(self, user_id, query):
         """GET /users/{id}: the user, or 304 when the client's copy is current (S8)."""
-        user = self.server.store.get(user_id)
-        if user is None:
-            raise not_found(user_id)
+        user = existing(self.server.store.get(user_id), user_id)
         tag = entity_tag(user, self.format)
         if etag_matches(self.headers.get("If-None-Match", ""), tag, weak=True):
             return self.respond(HTTPStatus.NOT_MODIFIED, headers=[("ETag", tag)])

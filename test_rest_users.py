@@ -174,6 +174,7 @@ def test_sigterm_and_ctrl_c_stop_cleanly_with_status_0(sig, tmp_path):
     assert process.returncode == 0
     assert "Traceback" not in stderr
     assert '"GET /users HTTP/1.1" 200' in stderr  # one log line per request by default
+    assert not os.path.exists(str(tmp_path / "u.db-wal"))  # SQLite removes it on close
 
 
 def test_bad_arguments_print_usage_and_exit_2():
