@@ -102,7 +102,7 @@ def default_content_type(body):
     try:
         json.loads(body)
         return "application/json"
-    except ValueError:  # not JSON, or bytes that are not UTF-8 text
+    except (ValueError, RecursionError):  # not JSON (or nested past what json can read)
         return "text/plain; charset=utf-8" if isinstance(body, str) else "application/octet-stream"
 
 

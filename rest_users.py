@@ -1209,9 +1209,9 @@ class UsersHandler(BaseHTTPRequestHandler):
         if self.close_connection:
             head.append("Connection: close")
         head.append("\r\n")
+        self.log_request(status, len(body))  # before the client can see the answer, as http.server
         self.wfile.write("\r\n".join(head).encode("latin-1")
                          + (b"" if self.command == "HEAD" else body))
-        self.log_request(status, len(body))
 
     def discard_body(self):
         """Read and drop a body nobody read, so the next request starts where it should (S10)."""
@@ -1381,7 +1381,13 @@ async function exchange(method, path, options = {}) {
   if (options.ifMatch) headers["If-Match"] = options.ifMatch;
   if (options.body) headers["Content-Type"] = options.body.type;
   const body = options.body ? options.body.text : undefined;
-  const response = await fetch(path, { method, headers, body, cache: "no-store" });
+  let response;
+  try {
+    response = await fetch(path, { method, headers, body, cache: "no-store" });
+  } catch (error) {  // no answer at all: the server is down, or a header cannot be sent
+    byId("exchanges").append(element("li", method + " " + path + " got no answer: " + error.message, "problem"));
+    throw error;
+  }
   const text = await response.text();
   showExchange({ method, path, headers, body }, response, text, options);
   return { response, text };
@@ -1647,90 +1653,100 @@ def options_operation(summary):
                           "default": problem_response("No such path")}}
 
 
+TEXT = {"type": "string"}
+LIST_PARAMETERS_DESCRIBED = [
+    {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1,
+                                                 "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT}},
+    {"name": "offset", "in": "query", "schema": {"type": "integer", "minimum": 0,
+                                                  "maximum": MAX_USER_ID, "default": 0}},
+    {"name": "sort", "in": "query", "schema": {"type": "string", "enum": list(SORT_KEYS),
+                                                "default": "id"}},
+    {"name": "name", "in": "query", "description": "exact name",
+     "schema": {"type": "string", "minLength": 1}},
+    {"name": "email", "in": "query", "description": "email, ignoring ASCII case",
+     "schema": {"type": "string", "minLength": 1}},
+]
+IF_MATCH = {"name": "If-Match", "in": "header", "schema": TEXT,
+            "description": "the ETag you read: the write fails with 412 if it is stale"}
+IF_NONE_MATCH = {"name": "If-None-Match", "in": "header", "schema": TEXT}
+
+
+def open_paths():
+    """The paths that need no key: the index (or explorer) and this document."""
+    index = {"200": {"description": "Where things are", "headers": header_refs("Vary"),
+                     "content": dict(body_content(json_schema_ref("Index")),
+                                     **{"text/html": {"schema": TEXT}})}}
+    document = {"200": {"description": "The OpenAPI document",
+                        "content": {"application/json": {"schema": {"type": "object"}}}}}
+    return {
+        "/": {"get": operation("The index, or the explorer page for a browser",
+                               responses(index, "406"), auth=False),
+              "head": operation("The index's headers", responses(index, "406"), auth=False),
+              "options": options_operation("What / takes")},
+        "/openapi.json": {
+            "get": operation("This document", responses(document, "406"), auth=False),
+            "head": operation("This document's headers", responses(
+                {"200": {"description": "The OpenAPI document's headers"}}, "406"), auth=False),
+            "options": options_operation("What /openapi.json takes")},
+    }
+
+
+def users_path(auth):
+    """/users: the list and creation."""
+    unauthorized = ("401",) if auth else ()
+    page = {"200": {"description": "A page of users",
+                    "headers": header_refs("X-Total-Count", "Link", "Vary"),
+                    "content": body_content(json_schema_ref("UserList"))}}
+    return {
+        "get": operation("List users, a page at a time", responses(
+            page, "400", *unauthorized, "406"), auth=auth, parameters=LIST_PARAMETERS_DESCRIBED),
+        "head": operation("The list's headers", responses(
+            page, "400", *unauthorized, "406"), auth=auth, parameters=LIST_PARAMETERS_DESCRIBED),
+        "post": operation("Create a user", responses(
+            user_success("201", "Created", "Location"), "400", *unauthorized, "406", "409",
+            "411", "413", "415", "422"), auth=auth, body=body_content(json_schema_ref("NewUser"))),
+        "options": options_operation("What /users takes"),
+    }
+
+
+def user_path(auth):
+    """/users/{id}: one user, read, replaced, changed and deleted."""
+    unauthorized = ("401",) if auth else ()
+    read = dict(user_success("200", "The user"), **{"304": {
+        "description": "Not modified: the If-None-Match tag is current",
+        "headers": header_refs("ETag", "Vary")}})
+    write_problems = ("400", "404") + unauthorized + ("406", "409", "411", "412", "413", "415",
+                                                      "422")
+    patch = body_content(json_schema_ref("UserPatch"),
+                         json_types=("application/merge-patch+json", "application/json"))
+    return {
+        "parameters": [{"name": "id", "in": "path", "required": True, "schema": {
+            "type": "integer", "minimum": 1, "maximum": MAX_USER_ID}}],
+        "get": operation("Read a user", responses(read, *unauthorized, "404", "406"),
+                         auth=auth, parameters=[IF_NONE_MATCH]),
+        "head": operation("A user's headers", responses(read, *unauthorized, "404", "406"),
+                          auth=auth, parameters=[IF_NONE_MATCH]),
+        "put": operation("Replace a user (no create)", responses(
+            user_success("200", "Replaced"), *write_problems), auth=auth, parameters=[IF_MATCH],
+            body=body_content(json_schema_ref("UserReplacement"))),
+        "patch": operation("Change some fields", responses(
+            user_success("200", "Changed"), *write_problems), auth=auth, parameters=[IF_MATCH],
+            body=patch),
+        "delete": operation("Delete a user", responses(
+            {"204": {"description": "Deleted"}}, "404", *unauthorized, "406", "412"),
+            auth=auth, parameters=[IF_MATCH]),
+        "options": options_operation("What /users/{id} takes"),
+    }
+
+
 def openapi_document(auth):
     """The OpenAPI 3.1 description of this service; `auth` when it runs with an API key."""
-    unauthorized = ("401",) if auth else ()
-    text = {"type": "string"}
-    user_id = {"name": "id", "in": "path", "required": True,
-               "schema": {"type": "integer", "minimum": 1, "maximum": MAX_USER_ID}}
-    list_parameters = [
-        {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1,
-                                                     "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT}},
-        {"name": "offset", "in": "query", "schema": {"type": "integer", "minimum": 0,
-                                                      "maximum": MAX_USER_ID, "default": 0}},
-        {"name": "sort", "in": "query", "schema": {"type": "string", "enum": list(SORT_KEYS),
-                                                    "default": "id"}},
-        {"name": "name", "in": "query", "description": "exact name",
-         "schema": {"type": "string", "minLength": 1}},
-        {"name": "email", "in": "query", "description": "email, ignoring ASCII case",
-         "schema": {"type": "string", "minLength": 1}},
-    ]
-    list_success = {"200": {
-        "description": "A page of users",
-        "headers": header_refs("X-Total-Count", "Link", "Vary"),
-        "content": body_content(json_schema_ref("UserList"))}}
-    read_success = user_success("200", "The user")
-    read_success["304"] = {"description": "Not modified: the If-None-Match tag is current",
-                           "headers": header_refs("ETag", "Vary")}
-    index = {"description": "Where things are", "headers": header_refs("Vary"),
-             "content": dict(body_content(json_schema_ref("Index")),
-                             **{"text/html": {"schema": text}})}
-    if_match = {"name": "If-Match", "in": "header", "schema": text,
-                "description": "the ETag you read: the write fails with 412 if it is stale"}
-    if_none_match = {"name": "If-None-Match", "in": "header", "schema": text}
-    write_problems = ("400", "404") + unauthorized + ("406", "409", "411", "412", "413", "415", "422")
     return {
         "openapi": "3.1.0",
         "info": {"title": "Users API", "version": "1.0",
                  "description": "A users resource in JSON and XML, from rest_users.py."},
-        "paths": {
-            "/": {
-                "get": operation("The index, or the explorer page for a browser",
-                                 responses({"200": index}, "406"), auth=False),
-                "head": operation("The index's headers", responses({"200": index}, "406"), auth=False),
-                "options": options_operation("What / takes"),
-            },
-            "/openapi.json": {
-                "get": operation("This document", responses({"200": {
-                    "description": "The OpenAPI document",
-                    "content": {"application/json": {"schema": {"type": "object"}}}}}, "406"),
-                    auth=False),
-                "head": operation("This document's headers", responses({"200": {
-                    "description": "The OpenAPI document's headers"}}, "406"), auth=False),
-                "options": options_operation("What /openapi.json takes"),
-            },
-            "/users": {
-                "get": operation("List users, a page at a time", responses(
-                    list_success, "400", *unauthorized, "406"), auth=auth, parameters=list_parameters),
-                "head": operation("The list's headers", responses(
-                    list_success, "400", *unauthorized, "406"), auth=auth, parameters=list_parameters),
-                "post": operation("Create a user", responses(
-                    user_success("201", "Created", "Location"), "400", *unauthorized, "406",
-                    "409", "411", "413", "415", "422"), auth=auth,
-                    body=body_content(json_schema_ref("NewUser"))),
-                "options": options_operation("What /users takes"),
-            },
-            "/users/{id}": {
-                "parameters": [user_id],
-                "get": operation("Read a user", responses(read_success, *unauthorized, "404", "406"),
-                                 auth=auth, parameters=[if_none_match]),
-                "head": operation("A user's headers", responses(read_success, *unauthorized, "404",
-                                                                "406"),
-                                  auth=auth, parameters=[if_none_match]),
-                "put": operation("Replace a user (no create)", responses(
-                    user_success("200", "Replaced"), *write_problems), auth=auth,
-                    parameters=[if_match], body=body_content(json_schema_ref("UserReplacement"))),
-                "patch": operation("Change some fields", responses(
-                    user_success("200", "Changed"), *write_problems), auth=auth,
-                    parameters=[if_match], body=body_content(
-                        json_schema_ref("UserPatch"),
-                        json_types=("application/merge-patch+json", "application/json"))),
-                "delete": operation("Delete a user", responses(
-                    {"204": {"description": "Deleted"}}, "404", *unauthorized, "406", "412"),
-                    auth=auth, parameters=[if_match]),
-                "options": options_operation("What /users/{id} takes"),
-            },
-        },
+        "paths": dict(open_paths(), **{"/users": users_path(auth),
+                                       "/users/{id}": user_path(auth)}),
         "components": openapi_components(),
     }
 

@@ -193,6 +193,12 @@ def test_a_body_without_content_type_gets_a_sensible_one(scripted, body, content
     assert scripted.received[-1]["body"] == expected
 
 
+def test_a_body_nested_too_deep_for_json_is_sent_as_text(scripted):
+    resp, err = send(Request("POST", scripted.url + "/echo", body="[" * 100000))
+    assert err is None and resp.status_code == 200
+    assert last_header(scripted, "Content-Type") == "text/plain; charset=utf-8"
+
+
 def test_a_content_type_given_is_kept_whatever_its_case(scripted):
     send(Request("POST", scripted.url + "/echo", headers={"content-type": "application/xml"},
                  body="<user/>"))

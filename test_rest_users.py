@@ -1345,6 +1345,35 @@ def test_an_unread_body_after_401_does_not_poison_the_connection(auth_server):
     assert reply.endswith(b'{"users": "/users"}')
 
 
+def test_every_response_leaves_in_one_write_with_nodelay(monkeypatch):
+    """No response may wait for a delayed ACK: one write each, and Nagle off (S10)."""
+    writes, nodelay = [], []
+    original_setup = rest_users.UsersHandler.setup
+
+    def watched_setup(handler):
+        original_setup(handler)
+        nodelay.append(handler.connection.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+        original_write = handler.wfile.write
+        handler.wfile.write = lambda data: writes.append(len(data)) or original_write(data)
+
+    monkeypatch.setattr(rest_users.UsersHandler, "setup", watched_setup)
+    running = start_server()
+    try:
+        for n in range(100):
+            create(running, name="A rather long name to fill the page %d" % n)
+        del writes[:]
+        connection = connect(running)
+        for path in ("/users?limit=100", "/users/1", "/nope"):
+            connection.request("GET", path)
+            response = connection.getresponse()
+            response.read()
+        connection.close()
+    finally:
+        stop_server(running)
+    assert len(writes) == 3 and writes[0] > 8192  # a page of 100 users is one write too
+    assert all(nodelay)
+
+
 def test_concurrent_posts_each_apply_exactly_once(server):
     created = []
     lock = threading.Lock()
