@@ -1837,12 +1837,12 @@ class UsersServer(ThreadingHTTPServer):
         self.store.close()
 
     def handle_error(self, request, client_address):
-        """Log a client that went away in one line; anything else with its traceback."""
-        if isinstance(sys.exc_info()[1], ConnectionError):
-            print("%s: connection lost: %s" % (client_address[0], sys.exc_info()[1]),
-                  file=sys.stderr)
-        else:
+        """Log a client that went away in one line (unless --quiet); anything else in full."""
+        error = sys.exc_info()[1]
+        if not isinstance(error, ConnectionError):
             super().handle_error(request, client_address)
+        elif not self.quiet:
+            print("%s: connection lost: %s" % (client_address[0], error), file=sys.stderr)
 
 
 def make_server(host=DEFAULT_HOST, port=DEFAULT_PORT, *, db=None, api_key=None, cors=None,
