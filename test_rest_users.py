@@ -14,6 +14,7 @@ import shutil
 import signal
 import socket
 import sqlite3
+import struct
 import subprocess
 import sys
 import threading
@@ -1372,6 +1373,15 @@ def test_every_response_leaves_in_one_write_with_nodelay(monkeypatch):
         stop_server(running)
     assert len(writes) == 3 and writes[0] > 8192  # a page of 100 users is one write too
     assert all(nodelay)
+
+
+def test_a_client_that_resets_mid_request_harms_nothing(server):
+    sock = socket.create_connection(("127.0.0.1", server.server_address[1]), timeout=5)
+    sock.sendall(b"POST /users HTTP/1.1\r\nContent-Type: application/json\r\n"
+                 b"Content-Length: 50\r\n\r\n{\"name\":")
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    sock.close()  # with linger 0: a TCP reset
+    assert call(server, "GET", "/users?limit=1").status == 200
 
 
 def test_concurrent_posts_each_apply_exactly_once(server):
