@@ -67,7 +67,7 @@ headers as a dict from each name, as the server spelled it, to the list of its v
 
 
 # ---------------------------------------------------------------------------------------
-# Building the request (C2)
+# Building the request
 # ---------------------------------------------------------------------------------------
 
 def build_url(url, params):
@@ -124,7 +124,7 @@ def build_request(request):
 
 
 # ---------------------------------------------------------------------------------------
-# Sending it and reading the reply (C1, C3)
+# Sending it and reading the reply
 # ---------------------------------------------------------------------------------------
 
 class SafeRedirects(urllib.request.HTTPRedirectHandler):
@@ -190,7 +190,7 @@ def send(request, timeout=DEFAULT_TIMEOUT):
 
 
 # ---------------------------------------------------------------------------------------
-# The command line (C4)
+# The command line
 # ---------------------------------------------------------------------------------------
 
 def header_argument(text):

@@ -1,4 +1,4 @@
-"""The client, tested against SPEC.md Part C with real servers.
+"""The client, tested with real servers, behaviour by behaviour.
 
 A small http.server on port 0 answers with whatever a test needs (any status, repeated
 headers, other charsets, redirects, a stalled reply) and records what it received; the
@@ -125,7 +125,7 @@ def last_header(server, name):
     return values[-1] if values else None
 
 
-# -- C1: the API ---------------------------------------------------------------------------
+# -- the API -------------------------------------------------------------------------------
 
 def test_method_constants_are_the_verbs_strings():
     assert [Method.GET, Method.POST, Method.PUT, Method.PATCH, Method.DELETE, Method.HEAD,
@@ -156,7 +156,7 @@ def test_headers_are_sent(scripted):
     assert last_header(scripted, "Accept") == "text/xml"
 
 
-# -- C2: building the request --------------------------------------------------------------
+# -- building the request ------------------------------------------------------------------
 
 def test_params_are_encoded_and_appended_after_the_existing_query(scripted):
     resp, _ = send(Request("GET", scripted.url + "/echo?a=1#fragment",
@@ -285,7 +285,7 @@ def test_a_server_that_hangs_up_comes_back_as_an_error_value():
     assert resp is None and err is not None
 
 
-# -- C3: reading the reply -----------------------------------------------------------------
+# -- reading the reply ---------------------------------------------------------------------
 
 @pytest.mark.parametrize("status", [400, 401, 404, 409, 422, 500, 503])
 def test_an_error_status_is_a_response_with_body_and_headers(scripted, status):
@@ -403,7 +403,7 @@ def test_a_problem_from_the_service_is_a_response(users):
     assert json.loads(resp.body)["status"] == 401
 
 
-# -- C4: the command line ------------------------------------------------------------------
+# -- the command line ----------------------------------------------------------------------
 
 def run_cli(*args, api_key=None, stdin=None):
     env = {name: value for name, value in os.environ.items() if name != "API_KEY"}
