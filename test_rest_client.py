@@ -509,7 +509,10 @@ def test_cli_bad_arguments_are_argparse_errors():
     assert result.stderr.startswith(b"usage: rest_client.py")
 
 
-def test_main_can_be_called_from_python(scripted, capsys, monkeypatch):
+def test_main_can_be_called_from_python(scripted, monkeypatch):
     monkeypatch.delenv("API_KEY", raising=False)
-    monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(io.BytesIO(), encoding="utf-8"))
-    assert rest_client.main(["GET", scripted.url + "/echo"]) == 0
+    output = io.BytesIO()
+    monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(output, encoding="utf-8"))
+    assert rest_client.main(["GET", scripted.url + "/echo?from=python"]) == 0
+    assert json.loads(output.getvalue().decode("utf-8")) == {
+        "method": "GET", "path": "/echo?from=python", "body": ""}
