@@ -1436,13 +1436,17 @@ def fast_thread_switching():
     sys.setswitchinterval(interval)
 
 
-@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+STORES = {"memory": rest_users.MemoryStore, "fast-memory": rest_users.FastMemoryStore,
+          "sqlite": rest_users.SQLiteStore}
+
+
+@pytest.mark.parametrize("kind", sorted(STORES))
 def test_readers_racing_a_writer_see_whole_versions(kind, tmp_path, fast_thread_switching):
     """A reader gets the old or the new version of a user, never a mix of the two."""
-    store = rest_users.SQLiteStore(str(tmp_path / "u.db")) if kind == "sqlite" \
-        else rest_users.MemoryStore()
+    store = STORES[kind](str(tmp_path / "u.db")) if kind == "sqlite" else STORES[kind]()
     user = store.create(*written(0, 0))
-    page = rest_users.ListQuery(limit=10, offset=0, sort="-name", name=None, email=None)
+    pages = [rest_users.ListQuery(limit=10, offset=0, sort=sort, name=None, email=None)
+             for sort in ("-name", "-id")]
     deadline = time.monotonic() + 1
     torn, reads = [], []
 
@@ -1456,7 +1460,7 @@ def test_readers_racing_a_writer_see_whole_versions(kind, tmp_path, fast_thread_
     def read():
         count = 0
         while time.monotonic() < deadline:
-            seen = [store.get(user.id)] + store.list(page)[1]
+            seen = [store.get(user.id)] + store.list(pages[0])[1] + store.list(pages[1])[1]
             # version v was made by write v - 1
             torn.extend(one for one in seen if (one.name, one.email) != written(0, one.version - 1))
             count += 1
@@ -1541,7 +1545,9 @@ def test_make_server_serves_the_speed_ups_unless_plain():
     plain = rest_users.make_server("127.0.0.1", 0, plain=True)
     try:
         assert default.RequestHandlerClass is rest_users.FastUsersHandler
+        assert type(default.store) is rest_users.FastMemoryStore
         assert plain.RequestHandlerClass is rest_users.UsersHandler
+        assert type(plain.store) is rest_users.MemoryStore
     finally:
         default.server_close()
         plain.server_close()
