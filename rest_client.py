@@ -1,46 +1,58 @@
 #!/usr/bin/env python3
 """A small HTTP client for REST APIs, in one file, on nothing but the standard library.
 
-One call sends one request and never raises: it returns (Response, None) when a reply
-arrived, whatever its status, or (None, error) when none did.
+One call sends one request and never raises for network trouble: it returns
+(Response, None) when a reply arrived, whatever its status, or (None, error) when none did.
 
     from rest_client import Method, Request, send
 
     resp, err = send(Request(Method.GET, "http://127.0.0.1:8000/users",
-                             params={"sort": "-name", "limit": "10"}), timeout=5)
+                             params={"sort": "-name", "limit": "10"}), timeout=5, retries=2)
     if err is not None:
         print("no reply:", err)
     else:
-        print(resp.status_code, resp.headers["Content-Type"], resp.body)
+        print(resp.status_code, resp.headers["content-type"][0], resp.json())
 
 It is urllib.request with its traps removed: a 4xx or 5xx is a Response rather than an
 exception, a timeout always applies, a body is never silently labelled as a form,
-redirects are followed for GET and HEAD only, only http and https URLs are sent, and
-repeated headers (two Set-Cookie lines) keep every value.
+redirects are followed for GET and HEAD only, only http and https URLs are sent, header
+names are looked up in any case, and repeated headers (two Set-Cookie lines) keep every
+value. Idempotent requests can be retried after a 429 or 503, as Retry-After says.
 
 From the shell, a tiny curl (API_KEY in the environment becomes a Bearer token):
 
     python rest_client.py GET http://127.0.0.1:8000/users -q limit=5 -i
     python rest_client.py POST http://127.0.0.1:8000/users -H "X-Test: 1" \\
         -d '{"name": "Ada", "email": "ada@example.com"}'
+    python rest_client.py GET http://127.0.0.1:8000/users/1 --retry 3 -v
 """
 
 import argparse
+import email.utils
 import http.client
+import itertools
 import json
+import math
 import os
+import random
 import re
 import sys
+import time
 import urllib.error
 import urllib.request
 from collections import namedtuple
+from datetime import datetime, timezone
 from http import HTTPStatus
 from urllib.parse import quote, urlencode, urlsplit, urlunsplit
 
-__all__ = ["Method", "Request", "Response", "send", "main"]
+__all__ = ["Method", "Request", "Response", "Headers", "send", "main"]
 
 DEFAULT_TIMEOUT = 30.0  # seconds
 MAX_REDIRECTS = 10
+IDEMPOTENT_METHODS = ("GET", "HEAD", "PUT", "DELETE", "OPTIONS")  # RFC 9110 §9.2.2
+RETRY_STATUSES = (429, 503)  # Too Many Requests, Service Unavailable: "try again later"
+MAX_RETRY_AFTER = 30.0  # seconds: a server asking for longer gets this much
+FIRST_BACKOFF, MAX_BACKOFF = 0.5, 8.0  # seconds, without a Retry-After
 TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # a method or header name (RFC 9110 §5.6.2)
 URL_SAFE = "/%:@!$&'()*+,;=?-._~"  # what quote() leaves alone in a path and query
 
@@ -61,9 +73,39 @@ Request = namedtuple("Request", "method url headers params body", defaults=(None
 Request.__doc__ = """What to send: a method, a full URL, and optional headers (dict),
 query parameters (dict, added to the URL) and body (bytes, str sent as UTF-8, or None)."""
 
-Response = namedtuple("Response", "status_code body headers")
-Response.__doc__ = """What came back: the status (int), the body decoded as text, and the
-headers as a dict from each name, as the server spelled it, to the list of its values."""
+
+class Response(namedtuple("Response", "status_code body headers")):
+    """What came back: the status (int), the body decoded as text, and the headers (a
+    Headers dict from each name, as the server spelled it, to the list of its values)."""
+
+    __slots__ = ()
+
+    def json(self):
+        """The body parsed as JSON; ValueError when it is not JSON, an empty body included."""
+        return json.loads(self.body)
+
+
+class Headers(dict):
+    """A dict from header names, as the server spelled them, to lists of values, whose
+    look-ups ([], get, in) ignore case, as header names do (RFC 9110 §5.1)."""
+
+    def __getitem__(self, name):
+        """headers["content-type"]: the values of a header, in any case; KeyError if none."""
+        return super().__getitem__(self.spelling(name))
+
+    def get(self, name, default=None):
+        """The values of a header, in any case, or default."""
+        return super().get(self.spelling(name), default)
+
+    def __contains__(self, name):
+        """"etag" in headers: whether the reply has the header, in any case."""
+        return super().__contains__(self.spelling(name))
+
+    def spelling(self, name):
+        """The key that spells this name in another case, or the name itself."""
+        if super().__contains__(name) or not isinstance(name, str):
+            return name
+        return next((key for key in self if key.lower() == name.lower()), name)
 
 
 # ---------------------------------------------------------------------------------------
@@ -159,9 +201,9 @@ OPENER = urllib.request.build_opener(SafeRedirects)  # built once: every send() 
 def read_response(reply):
     """Make a Response from urllib's reply (an HTTPError is a reply too)."""
     raw = reply.read()
-    headers = {}
+    headers = Headers()
     for name, value in reply.headers.items():
-        headers.setdefault(name, []).append(value)
+        headers.setdefault(headers.spelling(name), []).append(value)
     charset = reply.headers.get_content_charset() or "utf-8"
     try:
         body = raw.decode(charset, errors="replace")
@@ -170,23 +212,177 @@ def read_response(reply):
     return Response(reply.code, body, headers)
 
 
-def send(request, timeout=DEFAULT_TIMEOUT):
+def send(request, timeout=DEFAULT_TIMEOUT, retries=0, trace=None):
     """Send the request; return (Response, None) when a reply came, else (None, error).
 
     Network, URL, header and timeout trouble never raises: the exception comes back as
-    the error value (URLError, TimeoutError, ValueError, ...).
+    the error value (URLError, TimeoutError, ValueError, ...). A body that is not bytes,
+    str or None is a mistake in the program, and raises TypeError at once.
+
+    With retries=N, an idempotent request is sent up to N more times while no reply
+    comes or the reply is 429 or 503; see retry_wait. POST and PATCH are never sent
+    twice: the server may have acted on the first. trace, if given, is called with each
+    line that curl -v would show.
     """
     timeout = DEFAULT_TIMEOUT if timeout is None else timeout  # never wait for ever
+    method = str(request.method).upper()
+    for attempt in itertools.count():
+        response, error = send_once(request, timeout, trace)
+        if attempt >= retries or not worth_retrying(method, response, error):
+            return response, error
+        wait = retry_wait(response, attempt)
+        if trace:
+            trace("* %s: retrying in %.3g s (%s)" % (why(response, error), wait, how_long(response)))
+        time.sleep(wait)
+
+
+def worth_retrying(method, response, error):
+    """Whether to send a request again: it must be idempotent (RFC 9110 §9.2.2), and no
+    reply came (for a request that could be sent) or the reply said to try again later."""
+    if method not in IDEMPOTENT_METHODS or isinstance(error, ValueError):
+        return False
+    return response is None or response.status_code in RETRY_STATUSES
+
+
+def send_once(request, timeout, trace):
+    """Send the request once: (Response, None), or (None, error) when no reply came."""
     try:
         prepared = build_request(request)
+        opener = OPENER if trace is None else tracing_opener(trace)
         try:
-            reply = OPENER.open(prepared, timeout=timeout)
+            reply = opener.open(prepared, timeout=timeout)
         except urllib.error.HTTPError as error:  # a 4xx or 5xx (or a 3xx not followed)
             reply = error  # is a reply like any other
         with reply:
-            return read_response(reply), None
-    except (OSError, ValueError, TypeError, http.client.HTTPException) as error:
+            response = read_response(reply)
+    except (OSError, ValueError, http.client.HTTPException) as error:
         return None, error  # URLError and TimeoutError are OSErrors
+    if trace:
+        show_reply_head(response, trace)
+    return response, None
+
+
+def retry_wait(response, attempt):
+    """Seconds to wait before retry number attempt + 1 (counting from 0).
+
+    The reply's Retry-After, in seconds or as an HTTP date (RFC 9110 §10.2.3), capped at
+    30 s; without one, 0.5 s doubled each time, with random jitter of up to half the wait
+    either way, so that many clients do not come back at the same moment; at most 8 s.
+    """
+    asked = retry_after(response) if response is not None else None
+    if asked is not None:
+        return min(asked, MAX_RETRY_AFTER)
+    wait = FIRST_BACKOFF * 2 ** min(attempt, 16)
+    return min(random.uniform(wait / 2, wait * 1.5), MAX_BACKOFF)
+
+
+def retry_after(response):
+    """The seconds a reply's Retry-After asks for (0 for a date past), or None."""
+    value = (response.headers.get("Retry-After") or [""])[0].strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):  # not a date (Python before 3.10 says TypeError)
+        return None
+    if when.tzinfo is None:  # "-0000": a time in UTC
+        when = when.replace(tzinfo=timezone.utc)
+    return max(0.0, (when - datetime.now(timezone.utc)).total_seconds())
+
+
+def why(response, error):
+    """Why a retry is made, in a few words."""
+    if response is not None:
+        return "%d %s" % (response.status_code, HTTPStatus(response.status_code).phrase)
+    return "no reply (%s)" % (getattr(error, "reason", None) or error)
+
+
+def how_long(response):
+    """Where the wait before a retry comes from."""
+    if response is not None and retry_after(response) is not None:
+        return "Retry-After: %s" % response.headers["Retry-After"][0]
+    return "backoff"
+
+
+# ---------------------------------------------------------------------------------------
+# Showing the exchange, as curl -v does
+# ---------------------------------------------------------------------------------------
+
+def show_request_head(data, trace):
+    """Show the head of a request as it goes out, with a credential masked."""
+    head = data.split(b"\r\n\r\n", 1)[0].decode("latin-1")
+    for line in head.split("\r\n"):
+        name, colon, value = line.partition(":")
+        if colon and name.lower() in ("authorization", "proxy-authorization"):
+            line = "%s: %s ***" % (name, value.split()[0] if value.split() else "")
+        trace("> " + line)
+    trace(">")
+
+
+def show_reply_head(response, trace):
+    """Show the status line and headers of a reply."""
+    try:
+        reason = HTTPStatus(response.status_code).phrase
+    except ValueError:
+        reason = ""
+    trace("< HTTP/1.1 %d %s" % (response.status_code, reason))
+    for name, values in response.headers.items():
+        for value in values:
+            trace("< %s: %s" % (name, value))
+    trace("<")
+
+
+class TracedSend:
+    """Mixed into an http.client connection: the first thing it sends, the request head,
+    is shown to self.trace (urllib opens a connection per request, redirects included)."""
+
+    trace = None
+
+    def send(self, data):
+        if self.trace:
+            show_request_head(data, self.trace)
+            self.trace = None  # what follows is the body
+        super().send(data)
+
+
+class TracedHTTPConnection(TracedSend, http.client.HTTPConnection):
+    """An HTTPConnection that shows its request head."""
+
+
+HTTPS = hasattr(http.client, "HTTPSConnection")  # not where Python was built without ssl
+if HTTPS:
+    class TracedHTTPSConnection(TracedSend, http.client.HTTPSConnection):
+        """An HTTPSConnection that shows its request head."""
+
+
+class TracingHandler(urllib.request.HTTPHandler):
+    """Opens connections that show their request head; it goes before urllib's own."""
+
+    handler_order = urllib.request.HTTPHandler.handler_order - 1
+
+    def __init__(self, trace):
+        super().__init__()
+        self.trace = trace
+
+    def http_open(self, req):
+        return self.do_open(self.connect(TracedHTTPConnection), req)
+
+    if HTTPS:
+        def https_open(self, req):
+            return self.do_open(self.connect(TracedHTTPSConnection), req)
+
+    def connect(self, connection_class):
+        """A function that makes a connection of the class and gives it self.trace."""
+        def make(host, **options):
+            connection = connection_class(host, **options)
+            connection.trace = self.trace
+            return connection
+        return make
+
+
+def tracing_opener(trace):
+    """An opener like OPENER whose connections show what they send."""
+    return urllib.request.build_opener(SafeRedirects, TracingHandler(trace))
 
 
 # ---------------------------------------------------------------------------------------
@@ -209,6 +405,24 @@ def param_argument(text):
     return name, value
 
 
+def seconds_argument(text):
+    """argparse type for --timeout: a number of seconds above 0."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = math.nan
+    if not seconds > 0 or math.isinf(seconds):  # nan > 0 is False too
+        raise argparse.ArgumentTypeError("must be a number of seconds above 0, not %r" % text)
+    return seconds
+
+
+def count_argument(text):
+    """argparse type for --retry: a whole number, 0 or more."""
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError("must be a whole number, 0 or more, not %r" % text)
+    return int(text)
+
+
 def parse_arguments(argv):
     """Read the command line."""
     parser = argparse.ArgumentParser(
@@ -223,10 +437,16 @@ def parse_arguments(argv):
                         type=param_argument, help="a query parameter, URL-encoded (repeatable)")
     parser.add_argument("-d", dest="data", metavar="BODY",
                         help="the body: text, @FILE for a file's bytes, @- for standard input")
-    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,
+    parser.add_argument("--timeout", type=seconds_argument, default=DEFAULT_TIMEOUT,
                         help="seconds to wait for the reply (default: %(default)s)")
+    parser.add_argument("--retry", type=count_argument, default=0, metavar="N",
+                        help="send a GET, HEAD, PUT, DELETE or OPTIONS again, up to N times, "
+                             "while no reply comes or it is 429 or 503 (default: 0)")
     parser.add_argument("-i", dest="include", action="store_true",
                         help="print the status line and headers before the body")
+    parser.add_argument("-v", dest="verbose", action="store_true",
+                        help="show the request as sent and the reply's head on stderr, as "
+                             "curl -v does (an Authorization value shows as ***)")
     parser.add_argument("--fail", action="store_true",
                         help="exit with 1 when the status is 4xx or 5xx")
     return parser.parse_args(argv)
@@ -265,22 +485,34 @@ def print_head(response):
     print()
 
 
+def show(line):
+    """Write one line of -v output to stderr."""
+    print(line, file=sys.stderr)
+
+
 def main(argv=None):
-    """Run the command line; return the exit status (0 reply, 1 --fail on 4xx/5xx, 2 none)."""
+    """Run the command line; return the exit status: 0 for a reply, 1 for a 4xx or 5xx
+    under --fail, 2 for a mistake in the command (argparse's too), 3 when no reply came."""
     options = parse_arguments(argv)
     try:
         request = request_from(options)
     except OSError as error:
         print("rest_client: cannot read the body: %s" % error, file=sys.stderr)
         return 2
-    response, error = send(request, timeout=options.timeout)
+    response, error = send(request, timeout=options.timeout, retries=options.retry,
+                           trace=show if options.verbose else None)
+    if isinstance(error, ValueError):  # a URL or header that cannot be sent: a typo
+        print("rest_client: cannot send: %s" % error, file=sys.stderr)
+        return 2
     if error is not None:
         print("rest_client: no reply: %s" % error, file=sys.stderr)
-        return 2
+        return 3
     sys.stdout.reconfigure(errors="replace")  # a terminal that cannot show a character
     if options.include:
         print_head(response)
     sys.stdout.write(response.body)
+    if sys.stdout.isatty() and not response.body.endswith("\n"):
+        sys.stdout.write("\n")  # so that the prompt starts on a line of its own
     sys.stdout.flush()
     return 1 if options.fail and response.status_code >= 400 else 0
 

@@ -5,13 +5,16 @@ headers, other charsets, redirects, a stalled reply) and records what it receive
 end-to-end tests drive rest_users.py itself, from Python and from the command line.
 """
 
+import email.utils
 import io
 import json
 import os
+import pty
 import socket
 import subprocess
 import sys
 import threading
+import time
 import urllib.error
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
@@ -84,6 +87,26 @@ class ScriptedHandler(BaseHTTPRequestHandler):
         step = int(route[0])
         self.reply(302, b"step %d" % step, [("Location", "/chain/%d" % (step + 1))])
 
+    def answer_flaky(self, route, query):
+        """503 (or ?status=) for the first ?fails= attempts at /flaky/KEY, then 200."""
+        attempts = self.server.attempts[route[0]] = self.server.attempts.get(route[0], 0) + 1
+        if attempts <= int(query.get("fails", "2")):
+            headers = [("Content-Type", "application/problem+json")]
+            if "after" in query:
+                headers.append(("Retry-After", query["after"]))
+            if "after_date" in query:
+                when = time.time() + int(query["after_date"])
+                headers.append(("Retry-After", email.utils.formatdate(when, usegmt=True)))
+            return self.reply(int(query.get("status", "503")), b'{"try": "again"}', headers)
+        self.reply(200, b"ok after %d" % attempts, [("Content-Type", "text/plain")])
+
+    def answer_mixed_case(self, route, query):
+        self.reply(200, b"{}", [("content-type", "application/json"), ("X-Dup", "1"),
+                                ("x-dup", "2"), ("ETAG", '"7"')])
+
+    def answer_empty(self, route, query):
+        self.reply(200, b"", [("Content-Type", "application/json")])
+
     def answer_slow(self, route, query):
         self.server.release.wait(10)  # the client's timeout must end the wait first
         self.reply(200, b"late")
@@ -100,6 +123,7 @@ class ScriptedServer(ThreadingHTTPServer):
 def scripted():
     server = ScriptedServer(("127.0.0.1", 0), ScriptedHandler)
     server.received = []
+    server.attempts = {}
     server.release = threading.Event()
     threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
     server.url = "http://127.0.0.1:%d" % server.server_address[1]
@@ -235,9 +259,11 @@ def test_a_latin1_header_value_is_sent(scripted):
     assert last_header(scripted, "X-Name") == "café"
 
 
-def test_a_body_of_another_type_is_an_error_value(scripted):
-    resp, err = send(Request("POST", scripted.url + "/echo", body={"a": 1}))
-    assert resp is None and isinstance(err, TypeError)
+def test_a_body_of_another_type_raises_type_error_at_once(scripted):
+    count = len(scripted.received)
+    with pytest.raises(TypeError, match="body must be bytes, str or None, not dict"):
+        send(Request("POST", scripted.url + "/echo", body={"a": 1}))
+    assert len(scripted.received) == count  # nothing was sent
 
 
 @pytest.mark.parametrize("method", ["GET X", "", "G\r\nET"])
@@ -489,9 +515,9 @@ def test_cli_fail_exits_1_on_4xx_and_5xx(scripted, status, code):
     assert result.returncode == code
 
 
-def test_cli_no_reply_is_exit_2_with_one_line_on_stderr(scripted):
+def test_cli_no_reply_is_exit_3_with_one_line_on_stderr(scripted):
     result = run_cli("GET", scripted.url + "/slow", "--timeout", "0.2")
-    assert result.returncode == 2
+    assert result.returncode == 3
     assert result.stdout == b""
     stderr = result.stderr.decode()
     assert stderr.startswith("rest_client: no reply:") and stderr.count("\n") == 1
@@ -501,6 +527,7 @@ def test_cli_a_file_url_is_exit_2():
     result = run_cli("GET", "file:///etc/passwd")
     assert result.returncode == 2
     assert b"root:" not in result.stdout
+    assert result.stderr.decode().startswith("rest_client: cannot send: only http:// and https://")
 
 
 def test_cli_bad_arguments_are_argparse_errors():
@@ -516,3 +543,219 @@ def test_main_can_be_called_from_python(scripted, monkeypatch):
     assert rest_client.main(["GET", scripted.url + "/echo?from=python"]) == 0
     assert json.loads(output.getvalue().decode("utf-8")) == {
         "method": "GET", "path": "/echo?from=python", "body": ""}
+
+
+# -- headers whatever their case, and json() -----------------------------------------------
+
+def test_header_look_ups_ignore_case_and_keys_keep_the_servers_spelling(scripted):
+    resp, err = send(Request("GET", scripted.url + "/mixed_case"))
+    assert err is None
+    assert resp.headers["Content-Type"] == resp.headers["CONTENT-TYPE"] == ["application/json"]
+    assert resp.headers.get("etag") == ['"7"'] and "Etag" in resp.headers
+    assert resp.headers["x-DUP"] == ["1", "2"]  # repeated, whatever the case: one entry
+    assert [name for name in resp.headers if name.lower() == "x-dup"] == ["X-Dup"]
+    assert "content-type" in list(resp.headers)
+    assert resp.headers.get("X-Missing") is None and "X-Missing" not in resp.headers
+    with pytest.raises(KeyError):
+        resp.headers["X-Missing"]
+    assert isinstance(resp.headers, dict)
+
+
+def test_json_parses_the_body(scripted):
+    resp, _ = send(Request("GET", scripted.url + "/echo?x=1"))
+    assert resp.json() == {"method": "GET", "path": "/echo?x=1", "body": ""}
+
+
+@pytest.mark.parametrize("path", ["/empty", "/cookies"])
+def test_json_of_an_empty_or_non_json_body_is_a_value_error(scripted, path):
+    resp, _ = send(Request("GET", scripted.url + path))
+    with pytest.raises(ValueError):
+        resp.json()
+
+
+# -- retries -------------------------------------------------------------------------------
+
+def flaky(scripted, query):
+    """A new /flaky key, so that each test counts its own attempts."""
+    key = "k%d" % len(scripted.attempts)
+    scripted.attempts[key] = 0
+    return key, "%s/flaky/%s?%s" % (scripted.url, key, query)
+
+
+@pytest.mark.parametrize("status", [503, 429])
+def test_a_503_or_429_is_retried_until_the_reply_comes(scripted, status):
+    key, url = flaky(scripted, "after=0&fails=2&status=%d" % status)
+    resp, err = send(Request("GET", url), retries=3)
+    assert err is None and resp.status_code == 200 and resp.body == "ok after 3"
+    assert scripted.attempts[key] == 3
+
+
+def test_retries_stop_at_the_count_with_the_last_reply(scripted):
+    key, url = flaky(scripted, "after=0&fails=5")
+    resp, err = send(Request("GET", url), retries=2)
+    assert err is None and resp.status_code == 503 and resp.body == '{"try": "again"}'
+    assert scripted.attempts[key] == 3
+
+
+def test_without_retries_a_503_is_the_reply(scripted):
+    key, url = flaky(scripted, "after=0")
+    resp, _ = send(Request("GET", url))
+    assert resp.status_code == 503 and scripted.attempts[key] == 1
+
+
+@pytest.mark.parametrize("method", ["PUT", "DELETE", "HEAD", "OPTIONS"])
+def test_idempotent_methods_are_retried(scripted, method):
+    key, url = flaky(scripted, "after=0&fails=1")
+    resp, _ = send(Request(method, url, body="{}" if method == "PUT" else None), retries=1)
+    assert resp.status_code == 200 and scripted.attempts[key] == 2
+
+
+@pytest.mark.parametrize("method", ["POST", "PATCH"])
+def test_post_and_patch_are_never_retried(scripted, method):
+    key, url = flaky(scripted, "after=0&fails=1")
+    resp, _ = send(Request(method, url, body="{}"), retries=3)
+    assert resp.status_code == 503 and scripted.attempts[key] == 1
+
+
+def test_retry_after_in_seconds_is_honoured(scripted):
+    _, url = flaky(scripted, "after=1&fails=1")
+    start = time.monotonic()
+    resp, _ = send(Request("GET", url), retries=1)
+    assert resp.status_code == 200
+    assert 1.0 <= time.monotonic() - start < 3.0
+
+
+def test_retry_after_as_an_http_date_is_honoured(scripted):
+    _, url = flaky(scripted, "after_date=2&fails=1")
+    start = time.monotonic()
+    resp, _ = send(Request("GET", url), retries=1)
+    assert resp.status_code == 200
+    assert 0.9 <= time.monotonic() - start < 4.0  # an HTTP date counts whole seconds
+
+
+def test_without_retry_after_the_client_backs_off(scripted):
+    _, url = flaky(scripted, "fails=1")
+    start = time.monotonic()
+    resp, _ = send(Request("GET", url), retries=1)
+    assert resp.status_code == 200
+    assert 0.25 <= time.monotonic() - start < 2.0  # the first wait: 0.5 s, give or take half
+
+
+def reply_with_retry_after(value):
+    return Response(503, "", {"Retry-After": [value]})
+
+
+@pytest.mark.parametrize("value, wait", [("0", 0.0), ("7", 7.0), ("3600", 30.0),
+                                         (email.utils.formatdate(0, usegmt=True), 0.0)])
+def test_the_wait_is_retry_after_capped_at_30_seconds(value, wait):
+    assert rest_client.retry_wait(reply_with_retry_after(value), 0) == wait
+
+
+def test_a_retry_after_date_in_the_future_is_seconds_from_now():
+    later = email.utils.formatdate(time.time() + 10, usegmt=True)
+    assert 8.5 <= rest_client.retry_wait(reply_with_retry_after(later), 0) <= 10.0
+
+
+def test_backoff_doubles_with_jitter_and_is_capped_at_8_seconds():
+    for attempt, base in enumerate([0.5, 1, 2, 4, 8, 16, 32]):
+        for _ in range(50):
+            wait = rest_client.retry_wait(reply_with_retry_after("soon"), attempt)
+            assert min(base / 2, 8.0) <= wait <= min(base * 1.5, 8.0)
+            assert rest_client.retry_wait(None, attempt) <= 8.0
+
+
+class HangUpServer:
+    """A server that accepts each connection and closes it at once, counting them."""
+
+    def __init__(self):
+        self.listener = socket.socket()
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(8)
+        self.url = "http://127.0.0.1:%d/" % self.listener.getsockname()[1]
+        self.accepted = 0
+        threading.Thread(target=self.hang_up, daemon=True).start()
+
+    def hang_up(self):
+        while True:
+            try:
+                connection, _ = self.listener.accept()
+            except OSError:  # closed: the test is over
+                return
+            self.accepted += 1
+            connection.close()
+
+
+@pytest.fixture
+def hang_up_server():
+    server = HangUpServer()
+    yield server
+    server.listener.close()
+
+
+def test_no_reply_is_retried_for_get(hang_up_server):
+    resp, err = send(Request("GET", hang_up_server.url), timeout=5, retries=1)
+    assert resp is None and err is not None
+    assert hang_up_server.accepted == 2
+
+
+def test_no_reply_is_not_retried_for_post(hang_up_server):
+    resp, err = send(Request("POST", hang_up_server.url, body="{}"), timeout=5, retries=2)
+    assert resp is None and err is not None
+    assert hang_up_server.accepted == 1
+
+
+# -- the command line: -v, --retry, --timeout, a line end on a terminal ---------------------
+
+def test_cli_verbose_shows_the_request_as_sent_and_the_reply_head(scripted):
+    port = scripted.server_address[1]
+    result = run_cli("GET", scripted.url + "/echo", "-q", "limit=5", "-v", api_key=KEY)
+    assert result.returncode == 0
+    lines = result.stderr.decode().splitlines()
+    assert lines[0] == "> GET /echo?limit=5 HTTP/1.1"
+    assert "> Host: 127.0.0.1:%d" % port in lines
+    assert "> Authorization: Bearer ***" in lines
+    assert ">" in lines and lines.index(">") < lines.index("< HTTP/1.1 200 OK")
+    assert "< Content-Type: application/json" in lines and lines[-1] == "<"
+    assert KEY not in result.stderr.decode()
+    assert json.loads(result.stdout)["path"] == "/echo?limit=5"
+
+
+def test_cli_retry_says_why_each_retry_is_made(scripted):
+    key, url = flaky(scripted, "after=0&fails=2")
+    result = run_cli("GET", url, "--retry", "3", "-v")
+    assert result.returncode == 0 and result.stdout == b"ok after 3"
+    retries = [line for line in result.stderr.decode().splitlines() if line.startswith("* ")]
+    assert retries == ["* 503 Service Unavailable: retrying in 0 s (Retry-After: 0)"] * 2
+    assert scripted.attempts[key] == 3
+
+
+@pytest.mark.parametrize("timeout", ["0", "-1", "nan", "x"])
+def test_cli_a_timeout_must_be_above_0(timeout):
+    result = run_cli("GET", "http://127.0.0.1:1/", "--timeout", timeout)
+    assert result.returncode == 2
+    assert result.stderr.startswith(b"usage: rest_client.py")
+    assert b"--timeout" in result.stderr
+
+
+def test_cli_adds_a_line_end_on_a_terminal_only(scripted):
+    controller, terminal = pty.openpty()
+    try:
+        process = subprocess.Popen([sys.executable, os.path.join(HERE, "rest_client.py"), "GET",
+                                    scripted.url + "/status/404"], stdout=terminal)
+        assert process.wait(20) == 0
+        os.close(terminal)
+        terminal = None
+        output = b""
+        while True:
+            try:
+                chunk = os.read(controller, 1024)
+            except OSError:  # the terminal's other end is closed: all is read
+                break
+            if not chunk:
+                break
+            output += chunk
+    finally:
+        os.close(controller)
+        if terminal is not None:
+            os.close(terminal)
+    assert output == b'{"status": 404}\r\n'  # the terminal shows the line end as CR LF

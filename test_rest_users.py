@@ -1447,7 +1447,7 @@ def test_readers_racing_a_writer_see_whole_versions(kind, tmp_path, fast_thread_
     user = store.create(*written(0, 0))
     pages = [rest_users.ListQuery(limit=10, offset=0, sort=sort, name=None, email=None)
              for sort in ("-name", "-id")]
-    deadline = time.monotonic() + 1
+    deadline = time.monotonic() + 0.5
     torn, reads = [], []
 
     def write():
@@ -1457,23 +1457,24 @@ def test_readers_racing_a_writer_see_whole_versions(kind, tmp_path, fast_thread_
             name, email = written(0, k)
             store.update(user.id, lambda current: {"name": name, "email": email})
 
-    def read():
+    def read(pages):
         count = 0
         while time.monotonic() < deadline:
-            seen = [store.get(user.id)] + store.list(pages[0])[1] + store.list(pages[1])[1]
+            seen = [store.get(user.id)] + [one for page in pages for one in store.list(page)[1]]
             # version v was made by write v - 1
             torn.extend(one for one in seen if (one.name, one.email) != written(0, one.version - 1))
             count += 1
         reads.append(count)
 
-    threads = [threading.Thread(target=write)] + [threading.Thread(target=read) for _ in "ab"]
+    readers = [threading.Thread(target=read, args=(pages,)) for pages in ([], [], pages)]
+    threads = [threading.Thread(target=write)] + readers
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
     store.close()
     assert torn == []
-    assert min(reads) > 100  # both readers really raced the writer
+    assert min(reads) >= 10  # every reader really raced the writer
 
 
 def user_from(reply):
