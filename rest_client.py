@@ -232,7 +232,8 @@ def send(request, timeout=DEFAULT_TIMEOUT, retries=0, trace=None):
             return response, error
         wait = retry_wait(response, attempt)
         if trace:
-            trace("* %s: retrying in %.3g s (%s)" % (why(response, error), wait, how_long(response)))
+            trace("* %s: retrying in %.3g s (%s)"
+                  % (why(response, error), wait, how_long(response)))
         time.sleep(wait)
 
 

@@ -191,7 +191,7 @@ class UsersHandler(BaseHTTPRequestHandler):
         """Check who asks, the path, the method and the format, in that order; then call
         the route's method with what its path captured (a user id)."""
         path, _, self.query = self.path.partition("?")
-        check_api_key(self.server.api_key, self.command, path, self.headers)  # Appendix B
+        refuse_early(self.server, self.command, path, self.headers)  # the key, --fail-rate
         found, arguments = find_route(path)
         if self.command == "OPTIONS":
             return self.answer_options(found)
@@ -365,10 +365,9 @@ class UsersHandler(BaseHTTPRequestHandler):
         error = ApiError(code, (explain or message or HTTPStatus(code).description) + ".")
         if code == HTTPStatus.NOT_IMPLEMENTED:  # a stranger learns no methods before the 401
             try:
-                check_api_key(self.server.api_key, self.command, self.path.partition("?")[0],
-                              self.headers)
-            except ApiError as unauthorized:
-                error = unauthorized
+                refuse_early(self.server, self.command, self.path.partition("?")[0], self.headers)
+            except ApiError as refused:
+                error = refused
         self.send_problem(error)
 
     def respond(self, status, body=b"", content_type=None, headers=()):
@@ -424,9 +423,8 @@ def request_line_error(words):
 
 
 def header_error(headers):
-    """The error in header fields that http.server accepted, or None: its email parser
-    takes a line without a colon as the start of a body, and a folded line (obs-fold) as
-    part of a value. RFC 9112 §5 makes both a 400: two servers could read them differently."""
+    """The error in header fields http.server accepted, or None. Its parser takes a line with
+    no colon as a body's start, a folded one as part of a value; RFC 9112 §5 says 400."""
     if headers.defects:  # the parser notes each line it could not read as a field
         return ApiError(HTTPStatus.BAD_REQUEST, "A header line is malformed: each must be "
                                                 "Name: value.")
@@ -511,8 +509,7 @@ FIELD_CHECKS = {"name": check_name, "email": check_email}
 
 def validate_user(pairs, *, path_id=None, partial=False):
     """Check a body's (field, value) pairs and return them as a dict; one 422 lists every
-    invalid field. PUT and PATCH pass the path's id, which the body may repeat; `partial`
-    (PATCH) makes every field optional."""
+    bad field. PUT and PATCH pass the path's id; `partial` (PATCH) makes each field optional."""
     fields, errors, seen = {}, [], set()
     for field, value in pairs:
         if field in seen:
@@ -547,9 +544,8 @@ ListQuery = namedtuple("ListQuery", "limit offset sort name email")
 
 
 class MemoryStore:
-    """Users in a dict from id to User, guarded by one lock, gone when the process ends.
-    A write puts a new User in the dict, never changes one, so a reader gets a whole
-    version, old or new: its name, email and version always belong together."""
+    """Users in a dict from id to User under one lock, gone when the process ends. A write
+    puts in a new User, never changes one: a reader gets a whole version, old or new."""
 
     def __init__(self):
         self.lock = threading.Lock()
@@ -954,9 +950,10 @@ class UsersServer(ThreadingHTTPServer):
     request_queue_size = 128  # the default 5 overflows when a few dozen clients connect
     handler_class, memory_store_class = UsersHandler, MemoryStore
 
-    def __init__(self, address, store, *, api_key, cors, max_body, quiet, timeout):
+    def __init__(self, address, store, *, api_key, cors, max_body, quiet, timeout, fail_rate):
         self.store = store
         self.api_key = api_key
+        self.fail_rate = fail_rate
         self.cors = cors
         self.max_body = max_body
         self.quiet = quiet
@@ -982,14 +979,16 @@ class UsersServer(ThreadingHTTPServer):
 
 def make_server(host=DEFAULT_HOST, port=DEFAULT_PORT, *, db=None, api_key=None, cors=None,
                 max_body=DEFAULT_MAX_BODY, quiet=False, timeout=DEFAULT_IDLE_TIMEOUT,
-                plain=False):
+                plain=False, fail_rate=0.0):
     """Return a bound server, not yet serving: call serve_forever(). plain=True leaves out
     Appendix A's speed-ups (the same answers, slower). main(), in Appendix B, calls this."""
+    if not 0 <= fail_rate <= 1:
+        raise ValueError("fail_rate is a share of requests, from 0 to 1, not %r" % fail_rate)
     server_class = UsersServer if plain else FastUsersServer
     store = SQLiteStore(db) if db else server_class.memory_store_class()
     try:
-        return server_class((host, port), store, api_key=api_key, cors=cors,
-                            max_body=max_body, quiet=quiet, timeout=timeout)
+        return server_class((host, port), store, api_key=api_key, cors=cors, max_body=max_body,
+                            quiet=quiet, timeout=timeout, fail_rate=fail_rate)
     except BaseException:
         store.close()
         raise
@@ -1226,6 +1225,7 @@ def log_date(second):
 
 import argparse  # noqa: E402 (each appendix imports what it alone uses)
 import hmac  # noqa: E402
+import random  # noqa: E402
 import signal  # noqa: E402
 import sqlite3  # noqa: E402
 from os import environ  # noqa: E402
@@ -1342,12 +1342,21 @@ class SQLiteStore:
             self.db.close()
 
 
+def refuse_early(server, method, path, headers):
+    """The checks before all others: the API key (401), then --fail-rate (503)."""
+    check_api_key(server.api_key, method, path, headers)
+    fail_on_demand(server.fail_rate, method, path)
+
+
+def under_users(path):
+    """Whether a path is /users or under it (/usersX is not)."""
+    return path == "/users" or path.startswith("/users/")
+
+
 def check_api_key(key, method, path, headers):
     """With an API key, refuse a /users request without it (RFC 6750): 401 before anything
     else, so a stranger learns nothing about the API. OPTIONS stays open, for CORS."""
-    if key is None or method == "OPTIONS":
-        return
-    if path != "/users" and not path.startswith("/users/"):
+    if key is None or method == "OPTIONS" or not under_users(path):
         return
     scheme, _, token = (headers.get("Authorization") or "").strip().partition(" ")
     token = token.strip()
@@ -1360,6 +1369,16 @@ def check_api_key(key, method, path, headers):
         raise ApiError(HTTPStatus.UNAUTHORIZED, "The Bearer token is not the API key.",
                        headers=[("WWW-Authenticate",
                                  'Bearer realm="users", error="invalid_token"')])
+
+
+def fail_on_demand(rate, method, path):
+    """With --fail-rate, answer that share of /users requests, chosen at random, with a 503
+    before anything changes, so that a client's retries can be tried (RFC 9110 §15.6.4)."""
+    if not rate or method == "OPTIONS" or not under_users(path):
+        return
+    if random.random() < rate:
+        raise ApiError(HTTPStatus.SERVICE_UNAVAILABLE, "This failure was asked for: the server "
+                       "runs with --fail-rate %s. Try again." % rate, headers=[("Retry-After", "1")])
 
 
 # Headers a browser may send and read across origins when --cors is on.
@@ -1399,6 +1418,17 @@ def port_number(text):
     return int(text)
 
 
+def share(text):
+    """argparse type: a share of requests, from 0 to 1."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value <= 1:  # nan fails this too
+        raise argparse.ArgumentTypeError("must be a number from 0 to 1, not %r" % text)
+    return value
+
+
 def byte_count(text):
     """argparse type: a number of bytes, 0 or more."""
     if not text.isdigit():
@@ -1425,6 +1455,10 @@ def parse_arguments(argv):
                         help="largest request body accepted (default: %(default)s)")
     parser.add_argument("--quiet", action="store_true",
                         help="do not log a line per request on stderr")
+    parser.add_argument("--fail-rate", type=share, default=0.0, metavar="P",
+                        help="answer that share of /users requests, at random, with 503 and "
+                             "Retry-After: 1, to try a client's retries; "
+                             "--fail-rate 0.5 fails half (default: 0)")
     return parser.parse_args(argv)
 
 
@@ -1439,7 +1473,8 @@ def main(argv=None):
     api_key = options.api_key if options.api_key is not None else environ.get("API_KEY")
     try:
         server = make_server(options.host, options.port, db=options.db, api_key=api_key or None,
-                             cors=options.cors, max_body=options.max_body, quiet=options.quiet)
+                             cors=options.cors, max_body=options.max_body, quiet=options.quiet,
+                             fail_rate=options.fail_rate)
     except (OSError, sqlite3.Error) as error:
         where = options.db if isinstance(error, sqlite3.Error) else "%s:%d" % (
             options.host, options.port)
@@ -1822,6 +1857,7 @@ PROBLEMS = {
     "413": "The body is larger than --max-body",
     "415": "The body is not JSON or XML in UTF-8",
     "422": "Fields that break the rules; errors lists each one",
+    "503": "Not now: asked for with --fail-rate; try again after Retry-After",
 }
 
 
@@ -1829,8 +1865,8 @@ def responses(success, *problem_codes):
     """An operation's responses: its successes, then the problems it can give."""
     answers = dict(success)
     for code in problem_codes:
-        answers[code] = problem_response(PROBLEMS[code],
-                                         *(["WWW-Authenticate"] if code == "401" else []))
+        headers = {"401": ["WWW-Authenticate"], "503": ["Retry-After"]}.get(code, [])
+        answers[code] = problem_response(PROBLEMS[code], *headers)
     answers["default"] = problem_response("Any other error, as problem details")
     return answers
 
@@ -1902,17 +1938,17 @@ def open_paths():
 
 def users_path(auth):
     """/users: the list and creation."""
-    unauthorized = ("401",) if auth else ()
+    early = (("401",) if auth else ()) + ("503",)  # the key, then --fail-rate
     page = {"200": {"description": "A page of users",
                     "headers": header_refs("X-Total-Count", "Link", "Vary"),
                     "content": body_content(json_schema_ref("UserList"))}}
     return {
         "get": operation("List users, a page at a time", responses(
-            page, "400", *unauthorized, "406"), auth=auth, parameters=LIST_PARAMETERS_DESCRIBED),
+            page, "400", *early, "406"), auth=auth, parameters=LIST_PARAMETERS_DESCRIBED),
         "head": operation("The list's headers", responses(
-            page, "400", *unauthorized, "406"), auth=auth, parameters=LIST_PARAMETERS_DESCRIBED),
+            page, "400", *early, "406"), auth=auth, parameters=LIST_PARAMETERS_DESCRIBED),
         "post": operation("Create a user", responses(
-            user_success("201", "Created", "Location"), "400", *unauthorized, "406", "409",
+            user_success("201", "Created", "Location"), "400", *early, "406", "409",
             "411", "413", "415", "422"), auth=auth, body=body_content(json_schema_ref("NewUser"))),
         "options": options_operation("What /users takes"),
     }
@@ -1920,20 +1956,20 @@ def users_path(auth):
 
 def user_path(auth):
     """/users/{id}: one user, read, replaced, changed and deleted."""
-    unauthorized = ("401",) if auth else ()
+    early = (("401",) if auth else ()) + ("503",)  # the key, then --fail-rate
     read = dict(user_success("200", "The user"), **{"304": {
         "description": "Not modified: the If-None-Match tag is current",
         "headers": header_refs("ETag", "Vary")}})
-    write_problems = ("400", "404") + unauthorized + ("406", "409", "411", "412", "413", "415",
+    write_problems = ("400", "404") + early + ("406", "409", "411", "412", "413", "415",
                                                       "422")
     patch = body_content(json_schema_ref("UserPatch"),
                          json_types=("application/merge-patch+json", "application/json"))
     return {
         "parameters": [{"name": "id", "in": "path", "required": True, "schema": {
             "type": "integer", "minimum": 1, "maximum": MAX_USER_ID}}],
-        "get": operation("Read a user", responses(read, *unauthorized, "404", "406"),
+        "get": operation("Read a user", responses(read, *early, "404", "406"),
                          auth=auth, parameters=[IF_NONE_MATCH]),
-        "head": operation("A user's headers", responses(read, *unauthorized, "404", "406"),
+        "head": operation("A user's headers", responses(read, *early, "404", "406"),
                           auth=auth, parameters=[IF_NONE_MATCH]),
         "put": operation("Replace a user (no create)", responses(
             user_success("200", "Replaced"), *write_problems), auth=auth, parameters=[IF_MATCH],
@@ -1942,7 +1978,7 @@ def user_path(auth):
             user_success("200", "Changed"), *write_problems), auth=auth, parameters=[IF_MATCH],
             body=patch),
         "delete": operation("Delete a user", responses(
-            {"204": {"description": "Deleted"}}, "404", *unauthorized, "406", "412"),
+            {"204": {"description": "Deleted"}}, "404", *early, "406", "412"),
             auth=auth, parameters=[IF_MATCH]),
         "options": options_operation("What /users/{id} takes"),
     }
@@ -2012,6 +2048,7 @@ def openapi_components():
             "Vary": dict(header, description="Accept: the format follows the Accept header"),
             "Allow": dict(header, description="The methods this path takes"),
             "WWW-Authenticate": dict(header, description='Bearer realm="users"'),
+            "Retry-After": dict(header, description="Seconds to wait before trying again"),
         },
         "securitySchemes": {"bearerAuth": {"type": "http", "scheme": "bearer"}},
     }

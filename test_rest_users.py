@@ -955,7 +955,8 @@ def test_exactly_the_header_field_limit_is_accepted(server):
     headers = b"".join(b"X-%d: 1\r\n" % n for n in range(limit - 1))
     reply = raw(server, b"GET /users HTTP/1.1\r\nConnection: close\r\n" + headers + b"\r\n")
     assert reply.startswith(b"HTTP/1.1 200 ")
-    reply = raw(server, b"GET /users HTTP/1.1\r\nConnection: close\r\nX-1: 1\r\n" + headers + b"\r\n")
+    one_more = b"GET /users HTTP/1.1\r\nConnection: close\r\nX-1: 1\r\n" + headers + b"\r\n"
+    reply = raw(server, one_more)
     assert reply.startswith(b"HTTP/1.1 431 ")
 
 
@@ -1375,6 +1376,86 @@ def test_two_writers_with_the_same_tag_one_wins_one_gets_412(server):
     assert call(server, "GET", path).headers["ETag"] == '"2-json"'
 
 
+# -- failures on demand (--fail-rate) -------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def always_failing():
+    running = start_server(fail_rate=1.0, api_key=KEY)
+    yield running
+    stop_server(running)
+
+
+BEARER = {"Authorization": "Bearer " + KEY}
+
+
+@pytest.mark.parametrize("method, path", [("GET", "/users"), ("POST", "/users"),
+                                          ("GET", "/users/1"), ("DELETE", "/users/1"),
+                                          ("TRACE", "/users"), ("GET", "/users/abc")])
+def test_fail_rate_answers_503_with_retry_after(always_failing, method, path):
+    reply = call(always_failing, method, path, {"name": "A", "email": new_email()}
+                 if method == "POST" else None, BEARER)
+    problem = assert_problem(reply, 503)
+    assert reply.headers["Retry-After"] == "1"
+    assert problem["detail"] == ("This failure was asked for: the server runs with --fail-rate "
+                                 "1.0. Try again.")
+
+
+def test_fail_rate_comes_after_authentication(always_failing):
+    assert_problem(call(always_failing, "GET", "/users"), 401)
+    assert_problem(call(always_failing, "TRACE", "/users"), 401)
+
+
+@pytest.mark.parametrize("method, path, status", [("GET", "/", 200), ("GET", "/openapi.json", 200),
+                                                  ("OPTIONS", "/users", 204)])
+def test_fail_rate_spares_the_index_the_document_and_options(always_failing, method, path, status):
+    assert call(always_failing, method, path).status == status
+
+
+def test_a_failed_request_changes_nothing(always_failing):
+    assert call(always_failing, "POST", "/users", {"name": "A", "email": new_email()},
+                BEARER).status == 503
+    assert always_failing.store.list(rest_users.ListQuery(10, 0, "id", None, None)) == (0, [])
+
+
+def test_fail_rate_fails_about_that_share_of_requests():
+    running = start_server(fail_rate=0.5)
+    try:
+        statuses = [call(running, "GET", "/users").status for _ in range(200)]
+    finally:
+        stop_server(running)
+    assert set(statuses) == {200, 503}
+    assert 60 <= statuses.count(503) <= 140
+
+
+def test_fail_rate_with_db_never_loses_or_duplicates_a_write(tmp_path):
+    running = start_server(fail_rate=0.5, db=str(tmp_path / "u.db"))
+    try:
+        answers = {}
+        for n in range(60):
+            email = "fail%d@example.com" % n
+            answers[email] = call(running, "POST", "/users", {"name": "F", "email": email}).status
+        total, users = running.store.list(rest_users.ListQuery(1000, 0, "id", None, None))
+    finally:
+        stop_server(running)
+    assert set(answers.values()) == {201, 503}
+    assert sorted(user.email for user in users) == sorted(
+        email for email, status in answers.items() if status == 201)
+    assert total == len(users)
+
+
+def test_make_server_refuses_a_fail_rate_outside_0_to_1():
+    with pytest.raises(ValueError):
+        rest_users.make_server("127.0.0.1", 0, fail_rate=1.5)
+
+
+@pytest.mark.parametrize("value", ["-0.1", "1.01", "x", "nan"])
+def test_a_bad_fail_rate_is_a_usage_error(value):
+    result = subprocess.run([sys.executable, "rest_users.py", "--fail-rate", value], cwd=HERE,
+                            capture_output=True, text=True, timeout=10)
+    assert result.returncode == 2
+    assert result.stderr.startswith("usage: rest_users.py") and "--fail-rate" in result.stderr
+
+
 # -- storage -------------------------------------------------------------------------------
 
 def test_with_db_no_acknowledged_write_is_lost_to_kill_9(tmp_path):
@@ -1522,7 +1603,8 @@ def test_http_readers_racing_writers_get_whole_versions_and_no_500(server):
 
     def read(connection, k):
         accept = JSON_TYPE if k % 2 else XML_TYPE
-        version, name, email = user_from(request(connection, "GET", path, headers={"Accept": accept}))
+        reply = request(connection, "GET", path, headers={"Accept": accept})
+        version, name, email = user_from(reply)
         if (name, email) != written(tag, version - 1):
             failures.append((version, name, email))
         page = request(connection, "GET", "/users?sort=-id&limit=5", headers={"Accept": accept})
@@ -2048,3 +2130,16 @@ def test_auth_responses_match_the_openapi_document(auth_server):
     check_against_openapi(document, "/users", "GET", call(auth_server, "GET", "/users"))
     check_against_openapi(document, "/users/{id}", "PUT", call(
         auth_server, "PUT", "/users/1", {"name": "A"}, {"Authorization": "Bearer nope"}))
+
+
+def test_fail_rate_replies_match_the_openapi_document(always_failing):
+    document = openapi(always_failing)
+    for method, path, template in [("GET", "/users", "/users"), ("POST", "/users", "/users"),
+                                   ("HEAD", "/users/1", "/users/{id}"),
+                                   ("PATCH", "/users/1", "/users/{id}")]:
+        body = {"name": "A"} if method in ("POST", "PATCH") else None
+        reply = call(always_failing, method, path, body, BEARER)
+        assert reply.status == 503
+        check_against_openapi(document, template, method, reply)
+        assert "Retry-After" in document["paths"][template][method.lower()]["responses"]["503"][
+            "headers"]
