@@ -5,6 +5,7 @@ headers, other charsets, redirects, a stalled reply) and records what it receive
 end-to-end tests drive rest_users.py itself, from Python and from the command line.
 """
 
+import collections
 import email.utils
 import io
 import json
@@ -90,12 +91,14 @@ class ScriptedHandler(BaseHTTPRequestHandler):
     def answer_flaky(self, route, query):
         """503 (or ?status=) for the first ?fails= attempts at /flaky/KEY, then 200."""
         attempts = self.server.attempts[route[0]] = self.server.attempts.get(route[0], 0) + 1
+        self.server.arrivals.setdefault(route[0], []).append(time.time())
         if attempts <= int(query.get("fails", "2")):
             headers = [("Content-Type", "application/problem+json")]
             if "after" in query:
                 headers.append(("Retry-After", query["after"]))
-            if "after_date" in query:
-                when = time.time() + int(query["after_date"])
+            if "after_date" in query:  # a date, which counts whole seconds
+                when = int(time.time() + int(query["after_date"]))
+                self.server.dates[route[0]] = when
                 headers.append(("Retry-After", email.utils.formatdate(when, usegmt=True)))
             return self.reply(int(query.get("status", "503")), b'{"try": "again"}', headers)
         self.reply(200, b"ok after %d" % attempts, [("Content-Type", "text/plain")])
@@ -123,7 +126,7 @@ class ScriptedServer(ThreadingHTTPServer):
 def scripted():
     server = ScriptedServer(("127.0.0.1", 0), ScriptedHandler)
     server.received = []
-    server.attempts = {}
+    server.attempts, server.arrivals, server.dates = {}, {}, {}
     server.release = threading.Event()
     threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
     server.url = "http://127.0.0.1:%d" % server.server_address[1]
@@ -431,7 +434,8 @@ def test_a_problem_from_the_service_is_a_response(users):
 
 # -- the command line ----------------------------------------------------------------------
 
-def run_cli(*args, api_key=None, stdin=None):
+def run_cli_process(*args, api_key=None, stdin=None):
+    """Run rest_client.py as a shell would, in a process of its own."""
     env = {name: value for name, value in os.environ.items() if name != "API_KEY"}
     if api_key is not None:
         env["API_KEY"] = api_key
@@ -439,7 +443,34 @@ def run_cli(*args, api_key=None, stdin=None):
                           input=stdin, capture_output=True, env=env, timeout=20)
 
 
+CliResult = collections.namedtuple("CliResult", "returncode stdout stderr")
+
+
+def run_cli(*args, api_key=None, stdin=None):
+    """Run the command line's main() in this process, as run_cli_process would run the file:
+    its own stdin, stdout and stderr (bytes), its own API_KEY, argparse's exit as a status."""
+    streams = [io.TextIOWrapper(io.BytesIO(data), encoding="utf-8")
+               for data in (stdin or b"", b"", b"")]
+    saved = sys.stdin, sys.stdout, sys.stderr, os.environ.pop("API_KEY", None)
+    if api_key is not None:
+        os.environ["API_KEY"] = api_key
+    sys.stdin, sys.stdout, sys.stderr = streams
+    try:
+        returncode = rest_client.main(list(args))
+    except SystemExit as exit:
+        returncode = exit.code
+    finally:
+        sys.stdin, sys.stdout, sys.stderr = saved[:3]
+        os.environ.pop("API_KEY", None)
+        if saved[3] is not None:
+            os.environ["API_KEY"] = saved[3]
+    for stream in streams[1:]:
+        stream.flush()
+    return CliResult(returncode, streams[1].buffer.getvalue(), streams[2].buffer.getvalue())
+
+
 def test_cli_crud_with_the_key_from_api_key(users):
+    run_cli = run_cli_process  # end to end: the file itself, in a process of its own
     post = run_cli("POST", users.url + "/users", "-H", "X-Test: 1",
                    "-d", '{"name": "Cli", "email": "cli@example.com"}', api_key=KEY)
     assert post.returncode == 0, post.stderr
@@ -509,10 +540,12 @@ def test_cli_exit_status_0_for_any_reply_without_fail(scripted):
 
 
 @pytest.mark.parametrize("status, code", [(200, 0), (302, 0), (404, 1), (500, 1)])
-def test_cli_fail_exits_1_on_4xx_and_5xx(scripted, status, code):
+def test_cli_fail_exits_1_on_4xx_and_5xx(scripted, status, code, capsys, monkeypatch):
+    monkeypatch.delenv("API_KEY", raising=False)
     path = "/status/%d" % status if status != 302 else "/redirect/302?to=/status/302"
-    result = run_cli("POST" if status == 302 else "GET", scripted.url + path, "--fail")
-    assert result.returncode == code
+    assert rest_client.main(["POST" if status == 302 else "GET", scripted.url + path,
+                             "--fail"]) == code
+    assert capsys.readouterr().out == ("moved" if status == 302 else '{"status": %d}' % status)
 
 
 def test_cli_no_reply_is_exit_3_with_one_line_on_stderr(scripted):
@@ -626,11 +659,12 @@ def test_retry_after_in_seconds_is_honoured(scripted):
 
 
 def test_retry_after_as_an_http_date_is_honoured(scripted):
-    _, url = flaky(scripted, "after_date=2&fails=1")
-    start = time.monotonic()
+    key, url = flaky(scripted, "after_date=1&fails=1")
     resp, _ = send(Request("GET", url), retries=1)
     assert resp.status_code == 200
-    assert 0.9 <= time.monotonic() - start < 4.0  # an HTTP date counts whole seconds
+    first, second = scripted.arrivals[key]
+    assert second >= scripted.dates[key] - 0.05  # not before the date the server named
+    assert second - first < 2.0
 
 
 def test_without_retry_after_the_client_backs_off(scripted):
@@ -729,12 +763,14 @@ def test_cli_retry_says_why_each_retry_is_made(scripted):
     assert scripted.attempts[key] == 3
 
 
-@pytest.mark.parametrize("timeout", ["0", "-1", "nan", "x"])
-def test_cli_a_timeout_must_be_above_0(timeout):
-    result = run_cli("GET", "http://127.0.0.1:1/", "--timeout", timeout)
-    assert result.returncode == 2
-    assert result.stderr.startswith(b"usage: rest_client.py")
-    assert b"--timeout" in result.stderr
+@pytest.mark.parametrize("timeout", ["0", "-1", "nan", "inf", "x"])
+def test_cli_a_timeout_must_be_above_0(timeout, capsys):
+    with pytest.raises(SystemExit) as exited:
+        rest_client.main(["GET", "http://127.0.0.1:1/", "--timeout", timeout])
+    assert exited.value.code == 2
+    stderr = capsys.readouterr().err
+    assert stderr.startswith("usage: rest_client.py")
+    assert "--timeout: must be a number of seconds above 0" in stderr
 
 
 def test_cli_adds_a_line_end_on_a_terminal_only(scripted):
