@@ -322,15 +322,21 @@ def show_request_head(data, trace):
 
 def show_reply_head(response, trace):
     """Show the status line and headers of a reply."""
+    for line in head_lines(response):
+        trace("< " + line)
+    trace("<")
+
+
+def head_lines(response):
+    """The status line and the header lines of a reply, as curl -i prints them."""
     try:
         reason = HTTPStatus(response.status_code).phrase
-    except ValueError:
+    except ValueError:  # a status Python has no name for
         reason = ""
-    trace("< HTTP/1.1 %d %s" % (response.status_code, reason))
+    yield "HTTP/1.1 %d %s" % (response.status_code, reason)
     for name, values in response.headers.items():
         for value in values:
-            trace("< %s: %s" % (name, value))
-    trace("<")
+            yield "%s: %s" % (name, value)
 
 
 class TracedSend:
@@ -474,15 +480,9 @@ def request_from(options):
 
 
 def print_head(response):
-    """Print the status line and headers as curl -i does."""
-    try:
-        reason = HTTPStatus(response.status_code).phrase
-    except ValueError:
-        reason = ""
-    print("HTTP/1.1 %d %s" % (response.status_code, reason))
-    for name, values in response.headers.items():
-        for value in values:
-            print("%s: %s" % (name, value))
+    """Print the status line and headers as curl -i does, then a blank line."""
+    for line in head_lines(response):
+        print(line)
     print()
 
 
