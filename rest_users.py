@@ -54,7 +54,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qsl, urlencode
 from xml.parsers import expat
 
-__all__ = ["make_server", "main", "MemoryStore", "SQLiteStore", "User", "ApiError",
+__all__ = ["make_server", "running", "main", "MemoryStore", "SQLiteStore", "User", "ApiError",
            "UsersHandler", "FastUsersHandler"]
 
 DEFAULT_HOST = "127.0.0.1"
@@ -389,6 +389,7 @@ class UsersHandler(BaseHTTPRequestHandler):
             head.append("Connection: close")
         head.append("\r\n")
         self.log_request(status, len(body))  # before the client can see the answer
+        wait_for_delay(self)  # --delay (Appendix B): a write is done, its answer waits
         self.wfile.write("\r\n".join(head).encode("latin-1")
                          + (b"" if self.command == "HEAD" else body))
 
@@ -600,6 +601,14 @@ class MemoryStore:
             check(current)
             del self.users[user_id]
             del self.ids_by_email[email_key(current.email)]
+
+    def load(self, users):
+        """Add checked users that have ids and differ in email (--load) to an empty store."""
+        with self.lock:
+            for user in sorted(users):  # by id: the dict keeps the order users are added in
+                self.users[user.id] = user
+                self.ids_by_email[email_key(user.email)] = user.id
+            self.last_id = max(self.users, default=0)
 
     def check_email_is_free(self, email):
         """Raise the 409 if another user has this email (the caller holds the lock)."""
@@ -836,19 +845,10 @@ def parse_accept(header):
 def quality(media_type, ranges):
     """The q the ranges give a media type: that of the most specific match (RFC 9110 §12.5.1)."""
     main, sub = media_type.split("/")
-    best_specificity, best_q = -1, 0.0
-    for range_main, range_sub, q in ranges:
-        if (range_main, range_sub) == (main, sub):
-            specificity = 2
-        elif (range_main, range_sub) == (main, "*"):
-            specificity = 1
-        elif (range_main, range_sub) == ("*", "*"):
-            specificity = 0
-        else:
-            continue
-        if specificity > best_specificity:
-            best_specificity, best_q = specificity, q
-    return best_q
+    specificity = {(main, sub): 2, (main, "*"): 1, ("*", "*"): 0}
+    matches = [(specificity[range_main, range_sub], q) for range_main, range_sub, q in ranges
+               if (range_main, range_sub) in specificity]
+    return max(matches, key=lambda match: match[0])[1] if matches else 0.0
 
 
 def choose_format(accept):
@@ -950,10 +950,10 @@ class UsersServer(ThreadingHTTPServer):
     request_queue_size = 128  # the default 5 overflows when a few dozen clients connect
     handler_class, memory_store_class = UsersHandler, MemoryStore
 
-    def __init__(self, address, store, *, api_key, cors, max_body, quiet, timeout, fail_rate):
+    def __init__(self, address, store, *, api_key, cors, max_body, quiet, timeout, fake_api):
         self.store = store
         self.api_key = api_key
-        self.fail_rate = fail_rate
+        self.fake_api = fake_api
         self.cors = cors
         self.max_body = max_body
         self.quiet = quiet
@@ -979,16 +979,17 @@ class UsersServer(ThreadingHTTPServer):
 
 def make_server(host=DEFAULT_HOST, port=DEFAULT_PORT, *, db=None, api_key=None, cors=None,
                 max_body=DEFAULT_MAX_BODY, quiet=False, timeout=DEFAULT_IDLE_TIMEOUT,
-                plain=False, fail_rate=0.0):
+                plain=False, delay=0, fail_rate=0.0, fake_users=0, load=None, users=None):
     """Return a bound server, not yet serving: call serve_forever(). plain=True leaves out
-    Appendix A's speed-ups (the same answers, slower). main(), in Appendix B, calls this."""
-    if not 0 <= fail_rate <= 1:
-        raise ValueError("fail_rate is a share of requests, from 0 to 1, not %r" % fail_rate)
+    Appendix A's speed-ups (the same answers, slower); the options of a fake API, from delay
+    to users, are in Appendix B, with main(), which calls this."""
+    fake_api = FakeApi(delay, fail_rate, fake_users, load, users)  # a bad value: ValueError
     server_class = UsersServer if plain else FastUsersServer
     store = SQLiteStore(db) if db else server_class.memory_store_class()
     try:
+        fake_api.add_users_to(store)
         return server_class((host, port), store, api_key=api_key, cors=cors, max_body=max_body,
-                            quiet=quiet, timeout=timeout, fail_rate=fail_rate)
+                            quiet=quiet, timeout=timeout, fake_api=fake_api)
     except BaseException:
         store.close()
         raise
@@ -1221,14 +1222,17 @@ def log_date(second):
 
 
 # ---------------------------------------------------------------------------------------
-# Appendix B: the options (--db, --api-key, --fail-rate, --cors) and the command line
+# Appendix B: the options (--db, --api-key, --cors, a fake API) and the command line
 # ---------------------------------------------------------------------------------------
 
 import argparse  # noqa: E402 (each appendix imports what it alone uses)
 import hmac  # noqa: E402
+import itertools  # noqa: E402
 import random  # noqa: E402
 import signal  # noqa: E402
 import sqlite3  # noqa: E402
+import time  # noqa: E402
+from contextlib import contextmanager  # noqa: E402
 from os import environ  # noqa: E402
 
 
@@ -1337,6 +1341,14 @@ class SQLiteStore:
                 self.db.execute("DELETE FROM users WHERE id = ?", (user_id,))
             self.count -= 1
 
+    def load(self, users):
+        """Add checked users that have ids and differ in email (--load), in one transaction."""
+        with self.lock:
+            with self.db:
+                self.db.executemany("INSERT INTO users (id, name, email, version) "
+                                    "VALUES (?, ?, ?, ?)", users)
+            self.count += len(users)
+
     def close(self):
         """Close the database (waiting for a request that is using it)."""
         with self.lock:
@@ -1346,7 +1358,7 @@ class SQLiteStore:
 def refuse_early(server, method, path, headers):
     """The checks before all others: the API key (401), then --fail-rate (503)."""
     check_api_key(server.api_key, method, path, headers)
-    fail_on_demand(server.fail_rate, method, path)
+    fail_on_demand(server.fake_api.fail_rate, method, path)
 
 
 def under_users(path):
@@ -1372,6 +1384,51 @@ def check_api_key(key, method, path, headers):
                                  'Bearer realm="users", error="invalid_token"')])
 
 
+# -- A fake API: what front ends and test suites ask of one ------------------------------
+
+MAX_DELAY = 60000  # milliseconds
+MAX_FAKE_USERS = 1000000
+
+
+class FakeApi:
+    """The options that make the service a fake API: answers that take time (--delay) or
+    fail (--fail-rate), and users to start with (--fake-users; --load, or running()'s users=)."""
+
+    def __init__(self, delay, fail_rate, fake_users, load, users):
+        low, high = (delay, delay) if isinstance(delay, int) else delay
+        if not 0 <= low <= high <= MAX_DELAY:
+            raise ValueError("delay is milliseconds from 0 to %d, or a (min, max) pair of "
+                             "them, not %r" % (MAX_DELAY, delay))
+        if not 0 <= fail_rate <= 1:
+            raise ValueError("fail_rate is a share of requests, from 0 to 1, not %r" % fail_rate)
+        if not 0 <= fake_users <= MAX_FAKE_USERS:
+            raise ValueError("fake_users is from 0 to %d, not %r" % (MAX_FAKE_USERS, fake_users))
+        if load is not None and users is not None:
+            raise ValueError("load reads users from a file, users takes them: give one")
+        self.delay, self.fail_rate, self.fake_users = (low, high), fail_rate, fake_users
+        if load is not None:
+            self.users = users_from_entries(read_users_file(load), load)
+        else:
+            entries = [list(user.items()) if isinstance(user, dict) else user
+                       for user in users or []]
+            self.users = users_from_entries(entries, "users=")
+
+    def add_users_to(self, store):
+        """Start an empty store with the loaded users, then the fake ones after them. A
+        store that holds users already (a --db file) is left as it is."""
+        if not (self.users or self.fake_users) or store.list(EVERYONE_BY_ID)[0]:
+            return
+        first_id = max([user.id for user in self.users], default=0) + 1
+        fakes = [fake_user(user_id) for user_id in range(first_id, first_id + self.fake_users)]
+        loaded_emails = {email_key(user.email) for user in self.users}
+        for fake in (fake for fake in fakes if email_key(fake.email) in loaded_emails):
+            raise ValueError("the loaded email %s is fake user %d's too" % (fake.email, fake.id))
+        store.load(self.users + fakes)
+
+
+EVERYONE_BY_ID = ListQuery(limit=1, offset=0, sort="id", name=None, email=None)
+
+
 def fail_on_demand(rate, method, path):
     """With --fail-rate, answer that share of /users requests, chosen at random, with a 503
     before anything changes, so that a client's retries can be tried (RFC 9110 §15.6.4)."""
@@ -1380,6 +1437,111 @@ def fail_on_demand(rate, method, path):
     if random.random() < rate:
         raise ApiError(HTTPStatus.SERVICE_UNAVAILABLE, "This failure was asked for: the server "
                        "runs with --fail-rate %s. Try again." % rate, headers=[("Retry-After", "1")])
+
+
+def wait_for_delay(handler):
+    """With --delay, hold back the answer to a /users request, so that a front end can be
+    seen loading. Only this request's thread waits; its write, if any, is already done."""
+    low, high = handler.server.fake_api.delay
+    if high and handler.headers is not None and handler.command != "OPTIONS" and under_users(
+            handler.path.partition("?")[0]):
+        time.sleep(random.randint(low, high) / 1000)
+
+
+def read_users_file(path):
+    """The entries of a --load file, each a list of (field, value) pairs like a POST body."""
+    try:
+        with open(path, "rb") as file:
+            text = file.read().decode("utf-8")
+    except OSError as error:
+        raise ValueError("%s: cannot be read: %s" % (path, error.strerror)) from None
+    except UnicodeDecodeError:
+        raise ValueError("%s: is not UTF-8 text" % path) from None
+    try:
+        entries = json.loads(text, object_pairs_hook=JsonObject, parse_constant=refuse_constant)
+    except ValueError as error:
+        raise ValueError("%s: is not a JSON array of users: %s" % (path, error)) from None
+    if not isinstance(entries, list) or isinstance(entries, JsonObject):
+        raise ValueError("%s: is not a JSON array of users" % path)
+    return entries
+
+
+def users_from_entries(entries, source):
+    """Check each entry as POST checks a body, and its id if it has one; give the users
+    without an id the ids after the largest given. A mistake is a ValueError naming it."""
+    users, ids, emails = [], {}, {}
+    for number, entry in enumerate(entries, 1):
+        where = "%s: user %d of %d: " % (source, number, len(entries))
+        if not isinstance(entry, list) or not all(isinstance(pair, tuple) for pair in entry):
+            raise ValueError(where + "must be an object with name, email and optionally id")
+        user = user_from_entry(entry, where)
+        if user.id in ids:
+            raise ValueError(where + "the id %d is user %d's too" % (user.id, ids[user.id]))
+        if email_key(user.email) in emails:
+            raise ValueError(where + "the email %s is user %d's too (compared ignoring case)"
+                             % (user.email, emails[email_key(user.email)]))
+        if user.id is not None:
+            ids[user.id] = number
+        emails[email_key(user.email)] = number
+        users.append(user)
+    new_ids = itertools.count(max(ids, default=0) + 1)
+    return [user if user.id else user._replace(id=next(new_ids)) for user in users]
+
+
+def user_from_entry(pairs, where):
+    """One checked entry as a User, its id None when it has none."""
+    given_ids = [value for field, value in pairs if field == "id"]
+    try:
+        fields = validate_user([(field, value) for field, value in pairs if field != "id"])
+    except ApiError as error:
+        raise ValueError(where + "; ".join("%s %s" % pair for pair in error.errors)) from None
+    if len(given_ids) > 1:
+        raise ValueError(where + "id is given more than once")
+    if given_ids and not (type(given_ids[0]) is int and 1 <= given_ids[0] <= MAX_USER_ID):
+        raise ValueError(where + "id must be a whole number from 1 to %d" % MAX_USER_ID)
+    return User(given_ids[0] if given_ids else None, fields["name"], fields["email"], 1)
+
+
+# --fake-users: 64 given names times 64 family names, then again with a middle initial
+GIVEN_NAMES = """Ada Grace Alan Katherine Edsger Barbara Donald Margaret Dennis Frances Ken
+    Radia Tim Hedy John Annie Linus Sophie Guido Karen Niklaus Jean Claude Mary Leslie Shafi
+    Vint Adele Bjarne Lynn Dorothy Charles Evelyn Fernando Susan Martin Carol Robert Elizabeth
+    Peter Anita James Joan Brian Ruth Richard Sally Whitfield Cynthia Yukihiro Betty Larry
+    Marian Andrew Frieda Rasmus Kathleen Tony Ivan Lois Ward Hal Irma Alonzo""".split()
+FAMILY_NAMES = """Lovelace Hopper Turing Johnson Dijkstra Liskov Knuth Hamilton Ritchie Allen
+    Thompson Perlman Lamarr McCarthy Easley Torvalds Wilson Wirth Sammet Shannon Lamport
+    Goldwasser Cerf Goldberg Stroustrup Conway Vaughan Babbage Boole Kernighan Pike Cox
+    Stallman Diffie Dwork Matsumoto Holberton Wall Backus Tanenbaum Lerdorf Booth Hoare
+    Sutherland Kay Engelbart Hellman Rivest Shamir Adleman Cunningham Abelson Sussman Church
+    Gosling Bartik Estrin Clarke Hollerith Neumann Minsky Hamming Moore Keller""".split()
+
+
+def fake_user(user_id):
+    """The same made-up user for an id on every run, like Grace Hopper, grace.hopper.17@example.com."""
+    pairs = len(GIVEN_NAMES) * len(FAMILY_NAMES)
+    pair = (user_id - 1) * 1237 % pairs  # 1237 shares no factor with 4096: each pair once
+    given, family = GIVEN_NAMES[pair % len(GIVEN_NAMES)], FAMILY_NAMES[pair // len(GIVEN_NAMES)]
+    initial = (user_id - 1) // pairs % 27  # 0 for the first 4096 users: no initial
+    middle = " %s. " % chr(ord("A") + initial - 1) if initial else " "
+    email = "%s.%s.%d@example.com" % (given.lower(), family.lower(), user_id)
+    return User(user_id, given + middle + family, email, 1)
+
+
+@contextmanager
+def running(**options):
+    """Serve on a free port in a thread for as long as the with block lasts, for other
+    projects' test suites: `with running(fake_users=3) as base_url:`. It takes
+    make_server's keywords, and users=, a list of user dicts as --load reads them."""
+    options.setdefault("port", 0)
+    server = make_server(**options)
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    try:
+        yield "http://%s:%d" % server.server_address[:2]
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
 
 
 # Headers a browser may send and read across origins when --cors is on.
@@ -1430,6 +1592,25 @@ def share(text):
     return value
 
 
+def milliseconds(text):
+    """argparse type: a delay, MS or MIN-MAX, in milliseconds from 0 to 60000."""
+    bounds = text.split("-")
+    if not (1 <= len(bounds) <= 2 and all(bound.isdigit() and int(bound) <= MAX_DELAY
+                                         for bound in bounds)
+            and int(bounds[0]) <= int(bounds[-1])):
+        raise argparse.ArgumentTypeError("must be milliseconds from 0 to %d, or MIN-MAX, not %r"
+                                         % (MAX_DELAY, text))
+    return int(bounds[0]), int(bounds[-1])
+
+
+def user_count(text):
+    """argparse type: how many fake users, 0 to a million."""
+    if not text.isdigit() or int(text) > MAX_FAKE_USERS:
+        raise argparse.ArgumentTypeError("must be a number from 0 to %d, not %r"
+                                         % (MAX_FAKE_USERS, text))
+    return int(text)
+
+
 def byte_count(text):
     """argparse type: a number of bytes, 0 or more."""
     if not text.isdigit():
@@ -1437,29 +1618,52 @@ def byte_count(text):
     return int(text)
 
 
+EXAMPLES = """examples:
+  python rest_users.py                               users in memory, on port 8000
+  python rest_users.py --port 0 --db users.db        any free port; users kept in a file
+  API_KEY=s3cret python rest_users.py                every /users request needs the key
+  python rest_users.py --cors http://localhost:5173  a front end on Vite's port may call it
+  python rest_users.py --fake-users 1000 --delay 100-500 --fail-rate 0.1
+                                                     a fake API: slow, failing at times
+"""
+
+
 def parse_arguments(argv):
     """Read the command line."""
     parser = argparse.ArgumentParser(
-        description="A users REST API (JSON and XML) on the Python standard library.")
+        description="A users REST API (JSON and XML) on the Python standard library.",
+        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--host", default=DEFAULT_HOST,
-                        help="address to listen on (default: %(default)s)")
+                        help="address to listen on, as --host 0.0.0.0 (default: %(default)s)")
     parser.add_argument("--port", type=port_number, default=DEFAULT_PORT,
                         help="port to listen on, 0 for any free one (default: %(default)s)")
     parser.add_argument("--db", metavar="PATH",
-                        help="keep users in this SQLite file (default: in memory, lost on exit)")
+                        help="keep users in this SQLite file, as --db users.db "
+                             "(default: in memory, lost on exit)")
     parser.add_argument("--api-key", metavar="KEY",
                         help="require 'Authorization: Bearer KEY' on /users "
                              "(default: the API_KEY environment variable, else no auth)")
     parser.add_argument("--cors", metavar="ORIGIN",
-                        help="let browser pages from ORIGIN (or * for any) call the API")
+                        help="let browser pages from ORIGIN (or * for any) call the API, "
+                             "as --cors http://localhost:5173")
     parser.add_argument("--max-body", type=byte_count, default=DEFAULT_MAX_BODY, metavar="BYTES",
                         help="largest request body accepted (default: %(default)s)")
     parser.add_argument("--quiet", action="store_true",
                         help="do not log a line per request on stderr")
-    parser.add_argument("--fail-rate", type=share, default=0.0, metavar="P",
-                        help="answer that share of /users requests, at random, with 503 and "
-                             "Retry-After: 1, to try a client's retries; "
-                             "--fail-rate 0.5 fails half (default: 0)")
+    fake = parser.add_argument_group("a fake API, for front ends and test suites (on /users)")
+    fake.add_argument("--delay", type=milliseconds, default=(0, 0), metavar="MS[-MS]",
+                      help="answer each request that many milliseconds late, or a random "
+                           "time in a range: --delay 300, --delay 100-500")
+    fake.add_argument("--fail-rate", type=share, default=0.0, metavar="P",
+                      help="answer that share of requests, at random, with 503 and "
+                           "Retry-After: 1, to try a client's retries; "
+                           "--fail-rate 0.5 fails half (default: 0)")
+    fake.add_argument("--fake-users", type=user_count, default=0, metavar="N",
+                      help="start with N made-up users, as --fake-users 1000; the same "
+                           "users on every run")
+    fake.add_argument("--load", metavar="FILE",
+                      help="start with the users in a JSON array, as --load users.json "
+                           "([{\"name\": \"Ada\", \"email\": \"ada@example.com\"}], ids optional)")
     return parser.parse_args(argv)
 
 
@@ -1475,7 +1679,11 @@ def main(argv=None):
     try:
         server = make_server(options.host, options.port, db=options.db, api_key=api_key or None,
                              cors=options.cors, max_body=options.max_body, quiet=options.quiet,
-                             fail_rate=options.fail_rate)
+                             delay=options.delay, fail_rate=options.fail_rate,
+                             fake_users=options.fake_users, load=options.load)
+    except ValueError as error:  # a --load file with a mistake; what it is, is in the message
+        print("rest_users: cannot load %s" % error, file=sys.stderr)
+        return 2
     except (OSError, sqlite3.Error) as error:
         where = options.db if isinstance(error, sqlite3.Error) else "%s:%d" % (
             options.host, options.port)

@@ -1457,6 +1457,316 @@ def test_a_bad_fail_rate_is_a_usage_error(value, capsys):
     assert stderr.startswith("usage: ") and "--fail-rate: must be a number from 0 to 1" in stderr
 
 
+# -- a fake API: --delay, --fake-users, --load and running() --------------------------------
+
+EVERYONE = rest_users.ListQuery(1000000, 0, "id", None, None)
+
+
+def timed_call(server, method, path, body=None, headers=None):
+    """call() and the seconds it took."""
+    started = time.monotonic()
+    reply = call(server, method, path, body, headers)
+    return reply, time.monotonic() - started
+
+
+@pytest.fixture(scope="module")
+def delayed():
+    running = start_server(delay=300)
+    yield running
+    stop_server(running)
+
+
+@pytest.mark.parametrize("method, path, status", [("GET", "/users", 200), ("GET", "/users/99", 404),
+                                                  ("DELETE", "/users", 405)])
+def test_delay_holds_back_every_users_answer(delayed, method, path, status):
+    reply, seconds = timed_call(delayed, method, path)
+    assert reply.status == status
+    assert 0.3 <= seconds < 2
+
+
+@pytest.mark.parametrize("method, path, status", [("GET", "/", 200), ("GET", "/openapi.json", 200),
+                                                  ("OPTIONS", "/users", 204)])
+def test_delay_spares_the_index_the_document_and_options(delayed, method, path, status):
+    reply, seconds = timed_call(delayed, method, path)
+    assert reply.status == status
+    assert seconds < 0.3
+
+
+def test_a_delayed_answer_holds_up_no_other_request(delayed):
+    results = []
+    threads = [threading.Thread(target=lambda: results.append(timed_call(delayed, "GET", "/users")))
+               for _ in range(6)]
+    started = time.monotonic()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert [reply.status for reply, _ in results] == [200] * 6
+    assert time.monotonic() - started < 6 * 0.3 / 2  # six waits of 0.3 s, side by side
+
+
+def test_a_delayed_write_is_applied_before_the_wait(delayed):
+    email = new_email()
+    with socket.create_connection(("127.0.0.1", delayed.server_address[1]), timeout=5) as sock:
+        body = json.dumps({"name": "Slow", "email": email}).encode()
+        sock.sendall(b"POST /users HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                     b"Content-Length: %d\r\nConnection: close\r\n\r\n%s" % (len(body), body))
+        sent = time.monotonic()
+        while not any(user.email == email for user in delayed.store.list(EVERYONE)[1]):
+            assert time.monotonic() - sent < 0.3, "the write waited for the delay"
+            time.sleep(0.005)
+        applied = time.monotonic()
+        reply = sock.recv(65536)
+        answered = time.monotonic()
+    assert reply.startswith(b"HTTP/1.1 201 Created\r\n")
+    assert applied - sent < 0.3 <= answered - sent
+
+
+def test_a_delay_range_waits_a_random_time_in_it():
+    running = start_server(delay=(100, 150))
+    try:
+        waits = [timed_call(running, "GET", "/users")[1] for _ in range(3)]
+    finally:
+        stop_server(running)
+    assert all(0.1 <= wait < 1 for wait in waits)
+
+
+@pytest.mark.parametrize("value, expected", [("300", (300, 300)), ("0", (0, 0)),
+                                             ("100-500", (100, 500)), ("60000", (60000, 60000))])
+def test_delay_takes_milliseconds_or_a_range(value, expected):
+    assert rest_users.parse_arguments(["--delay", value]).delay == expected
+
+
+@pytest.mark.parametrize("value", ["-1", "60001", "500-100", "1.5", "x", "1-2-3", "", "100-"])
+def test_a_bad_delay_is_a_usage_error(value, capsys):
+    with pytest.raises(SystemExit) as exited:
+        rest_users.parse_arguments(["--delay", value])
+    assert exited.value.code == 2
+    stderr = capsys.readouterr().err
+    assert stderr.startswith("usage: ") and ("--delay: must be milliseconds from 0 to 60000, "
+                                             "or MIN-MAX, not %r" % value) in stderr
+
+
+@pytest.mark.parametrize("options", [{"delay": -1}, {"delay": 60001}, {"delay": (5, 1)},
+                                     {"fake_users": -1}, {"fake_users": 1000001}])
+def test_make_server_refuses_fake_api_values_out_of_range(options):
+    with pytest.raises(ValueError):
+        rest_users.make_server("127.0.0.1", 0, **options)
+
+
+def fake_users(count, **options):
+    server = rest_users.make_server("127.0.0.1", 0, fake_users=count, **options)
+    try:
+        return server.store.list(EVERYONE)[1]
+    finally:
+        server.server_close()
+
+
+def test_fake_users_are_the_same_on_every_run_and_valid():
+    users = fake_users(500)
+    assert users == fake_users(500)
+    assert [user.id for user in users] == list(range(1, 501))
+    assert users[0] == rest_users.User(1, "Ada Lovelace", "ada.lovelace.1@example.com", 1)
+    for user in users:
+        assert rest_users.validate_user([("name", user.name), ("email", user.email)]) == {
+            "name": user.name, "email": user.email}
+        given, family = user.name.lower().split(" ")
+        assert user.email == "%s.%s.%d@example.com" % (given, family, user.id)
+    assert len({user.name for user in users}) == 500  # names differ, not just emails
+    assert len({user.email for user in users}) == 500
+
+
+def test_fake_users_beyond_the_name_pairs_get_a_middle_initial_and_stay_distinct():
+    users = fake_users(10000)
+    names = [user.name for user in users]
+    assert len(set(names)) == 10000
+    assert re.fullmatch(r"[A-Z][a-z]+ [A-Z][a-z]+", names[4095])
+    assert re.fullmatch(r"[A-Z][a-z]+ A\. [A-Z][a-z]+", names[4096])
+
+
+def test_new_users_come_after_the_fake_ones():
+    with rest_users.running(fake_users=3) as base_url:
+        reply = http_request(base_url, "POST", "/users", {"name": "New", "email": new_email()})
+    assert reply.status == 201 and reply.json()["id"] == 4
+
+
+def test_fake_users_with_db_are_added_only_to_a_file_without_users(tmp_path):
+    db = str(tmp_path / "u.db")
+    assert len(fake_users(5, db=db)) == 5
+    assert len(fake_users(7, db=db)) == 5  # the file holds users: left as it is
+    empty = str(tmp_path / "empty.db")
+    rest_users.make_server("127.0.0.1", 0, db=empty).server_close()
+    assert len(fake_users(7, db=empty)) == 7
+
+
+def write_users_file(tmp_path, content):
+    path = tmp_path / "users.json"
+    path.write_bytes(content if isinstance(content, bytes) else json.dumps(content).encode())
+    return str(path)
+
+
+def test_load_starts_with_the_users_in_the_file(tmp_path):
+    path = write_users_file(tmp_path, [{"name": "Ada", "email": "ada@example.com"},
+                                       {"id": 7, "name": "Grace", "email": "grace@example.com"},
+                                       {"email": "alan@example.com", "name": "Alan"}])
+    server = rest_users.make_server("127.0.0.1", 0, load=path)
+    try:
+        assert server.store.list(EVERYONE)[1] == [
+            rest_users.User(7, "Grace", "grace@example.com", 1),
+            rest_users.User(8, "Ada", "ada@example.com", 1),
+            rest_users.User(9, "Alan", "alan@example.com", 1)]
+        assert server.store.create("Next", "next@example.com").id == 10
+    finally:
+        server.server_close()
+
+
+def test_load_with_db_happens_only_when_the_file_holds_no_users(tmp_path):
+    db = str(tmp_path / "u.db")
+    path = write_users_file(tmp_path, [{"name": "Ada", "email": "ada@example.com"}])
+    for _ in range(2):
+        server = rest_users.make_server("127.0.0.1", 0, db=db, load=path)
+        total = server.store.list(EVERYONE)[0]
+        server.server_close()
+        assert total == 1
+    server = rest_users.make_server("127.0.0.1", 0, db=db)
+    try:
+        assert server.store.create("Next", "next@example.com").id == 2
+    finally:
+        server.server_close()
+
+
+BAD_LOAD_FILES = [
+    (b"\xff[]", "users.json: is not UTF-8 text"),
+    ({"name": "A", "email": "a@x"}, "users.json: is not a JSON array of users"),
+    ([["A", "a@x"]], "users.json: user 1 of 1: must be an object with name, email and "
+                     "optionally id"),
+    ([{"name": "A", "email": "a@x"}, {"name": "", "email": "b"}],
+     "users.json: user 2 of 2: name must not be empty or only white space; email must have one @ "
+     "with text on both sides, like ada@example.com"),
+    ([{"name": "A", "email": "a@x", "age": 3}],
+     "users.json: user 1 of 1: age is not a field of a user; the fields are name and email"),
+    ([{"name": "A", "email": "a@x"}, {"name": "B", "email": "A@X"}],
+     "users.json: user 2 of 2: the email A@X is user 1's too (compared ignoring case)"),
+    ([{"id": 3, "name": "A", "email": "a@x"}, {"id": 3, "name": "B", "email": "b@x"}],
+     "users.json: user 2 of 2: the id 3 is user 1's too"),
+    ([{"id": 0, "name": "A", "email": "a@x"}],
+     "users.json: user 1 of 1: id must be a whole number from 1 to 9223372036854775807"),
+    ([{"id": "1", "name": "A", "email": "a@x"}],
+     "users.json: user 1 of 1: id must be a whole number from 1 to 9223372036854775807"),
+    ([{"id": True, "name": "A", "email": "a@x"}],
+     "users.json: user 1 of 1: id must be a whole number from 1 to 9223372036854775807"),
+    (b'[{"id": 1, "id": 2, "name": "A", "email": "a@x"}]',
+     "users.json: user 1 of 1: id is given more than once"),
+]
+
+
+@pytest.mark.parametrize("content, message", BAD_LOAD_FILES)
+def test_a_bad_load_file_loads_nothing_and_names_the_entry(tmp_path, content, message):
+    path = write_users_file(tmp_path, content)
+    db = str(tmp_path / "u.db")
+    with pytest.raises(ValueError) as raised:
+        rest_users.make_server("127.0.0.1", 0, load=path, db=db)
+    assert str(raised.value) == message.replace("users.json", path)
+    assert not os.path.exists(db)  # refused before the database is opened
+
+
+def test_a_load_file_that_is_not_json_is_refused(tmp_path):
+    path = write_users_file(tmp_path, b'[{"name": "A",')
+    with pytest.raises(ValueError) as raised:
+        rest_users.make_server("127.0.0.1", 0, load=path)
+    # the rest is json's own message, which differs between interpreters
+    assert str(raised.value).startswith(path + ": is not a JSON array of users: ")
+
+
+def test_a_missing_load_file_is_refused(tmp_path):
+    path = str(tmp_path / "nowhere.json")
+    with pytest.raises(ValueError) as raised:
+        rest_users.make_server("127.0.0.1", 0, load=path)
+    assert str(raised.value).startswith(path + ": cannot be read: ")
+
+
+def test_a_loaded_email_that_a_fake_user_would_have_is_refused(tmp_path):
+    path = write_users_file(tmp_path, [{"name": "A", "email": "jean.shannon.2@example.com"}])
+    with pytest.raises(ValueError) as raised:
+        rest_users.make_server("127.0.0.1", 0, load=path, fake_users=3)
+    assert str(raised.value) == "the loaded email jean.shannon.2@example.com is fake user 2's too"
+
+
+def test_load_and_fake_users_together_number_the_fakes_after_the_loaded(tmp_path):
+    path = write_users_file(tmp_path, [{"id": 5, "name": "Ada", "email": "ada@example.com"}])
+    server = rest_users.make_server("127.0.0.1", 0, load=path, fake_users=2)
+    try:
+        assert [user.id for user in server.store.list(EVERYONE)[1]] == [5, 6, 7]
+        assert server.store.get(6) == rest_users.fake_user(6)
+    finally:
+        server.server_close()
+
+
+def test_a_bad_load_file_on_the_command_line_is_one_line_and_exit_2(tmp_path):
+    path = write_users_file(tmp_path, [{"name": "A", "email": "no-at-sign"}])
+    result = subprocess.run([sys.executable, "rest_users.py", "--port", "0", "--load", path],
+                            cwd=HERE, capture_output=True, text=True, timeout=10)
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert result.stderr == ("rest_users: cannot load %s: user 1 of 1: email must have one @ "
+                             "with text on both sides, like ada@example.com\n" % path)
+
+
+def http_request(base_url, method, path, body=None):
+    """One request to a base URL such as running() yields."""
+    host, port = base_url[len("http://"):].split(":")
+    connection = http.client.HTTPConnection(host, int(port), timeout=5)
+    try:
+        connection.request(method, path, body=json.dumps(body) if body else None,
+                           headers={"Content-Type": "application/json"} if body else {})
+        return Reply(connection.getresponse())
+    finally:
+        connection.close()
+
+
+def test_running_yields_a_base_url_and_stops_the_server_after():
+    with rest_users.running(users=[{"name": "Ada", "email": "ada@example.com"}]) as base_url:
+        assert re.fullmatch(r"http://127\.0\.0\.1:[0-9]+", base_url)
+        reply = http_request(base_url, "GET", "/users")
+        assert reply.status == 200
+        assert reply.json() == [{"id": 1, "name": "Ada", "email": "ada@example.com"}]
+    with pytest.raises(OSError):
+        http_request(base_url, "GET", "/users")
+
+
+def test_two_running_servers_stay_independent():
+    with rest_users.running(fake_users=2) as first, rest_users.running() as second:
+        assert first != second
+        assert http_request(second, "POST", "/users",
+                            {"name": "B", "email": "b@example.com"}).status == 201
+        assert len(http_request(first, "GET", "/users").json()) == 2
+        assert len(http_request(second, "GET", "/users").json()) == 1
+
+
+def test_running_takes_make_servers_keywords(tmp_path):
+    db = str(tmp_path / "u.db")
+    with rest_users.running(db=db, api_key=KEY, users=[{"name": "A", "email": "a@x"}]) as base_url:
+        assert http_request(base_url, "GET", "/users").status == 401
+    with rest_users.running(db=db) as base_url:
+        assert http_request(base_url, "GET", "/users").json() == [
+            {"id": 1, "name": "A", "email": "a@x"}]
+
+
+def test_running_refuses_bad_users_before_it_starts():
+    with pytest.raises(ValueError) as raised:
+        with rest_users.running(users=[{"name": "A"}]):
+            pass
+    assert str(raised.value) == "users=: user 1 of 1: email is required"
+
+
+def test_help_shows_the_fake_api_options_with_examples():
+    result = subprocess.run([sys.executable, "rest_users.py", "--help"], cwd=HERE,
+                            capture_output=True, text=True, timeout=10)
+    for example in ("--delay 300", "--delay 100-500", "--fail-rate 0.5", "--fake-users 1000",
+                    "--load users.json"):
+        assert example in result.stdout
+
+
 # -- storage -------------------------------------------------------------------------------
 
 def test_with_db_no_acknowledged_write_is_lost_to_kill_9(tmp_path):
