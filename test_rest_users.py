@@ -20,6 +20,7 @@ import sys
 import threading
 import time
 from http import HTTPStatus
+from urllib.parse import quote
 from xml.etree import ElementTree
 
 import pytest
@@ -849,6 +850,45 @@ def test_the_email_filter_ignores_ascii_case(listing):
     assert ids(call(listing, "GET", "/users?email=alice@example.com&name=Bob")) == []
 
 
+@pytest.mark.parametrize("q, expected", [
+    ("carol", [1, 4]), ("CAROL", [1, 4]), ("ALICE@", [2]), ("example", [1, 2, 3, 4, 5]),
+    ("émile", [5]), ("ÉMILE", [5]), ("2@", [4]), ("%25", []), ("_", []), ("zzz", []),
+])
+def test_q_searches_names_and_emails_ignoring_case(listing, q, expected):
+    reply = call(listing, "GET", "/users?q=" + quote(q))
+    assert ids(reply) == expected
+    assert reply.headers["X-Total-Count"] == str(len(expected))
+
+
+def test_q_combines_with_filters_sorting_and_paging(listing):
+    reply = call(listing, "GET", "/users?q=c&name=Carol&sort=-id&limit=1")
+    assert ids(reply) == [4]
+    assert reply.headers["X-Total-Count"] == "2"
+    assert reply.headers["Link"] == (
+        '</users?name=Carol&q=c&sort=-id&limit=1&offset=0>; rel="first", '
+        '</users?name=Carol&q=c&sort=-id&limit=1&offset=1>; rel="last", '
+        '</users?name=Carol&q=c&sort=-id&limit=1&offset=1>; rel="next"')
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+def test_q_folds_case_as_casefold_does_in_both_stores(kind, tmp_path_factory):
+    running = start_server(**options_for(kind, tmp_path_factory))
+    try:
+        for name, email in [("Straße", "s1@example.com"), ("STRASSE", "s2@example.com"),
+                            ("Élodie", "e@example.com"), ("Kelvin \u212a", "k@example.com"),
+                            ("100% _sure", "p@example.com")]:
+            create(running, name, email)
+        assert ids(call(running, "GET", "/users?q=strasse")) == [1, 2]
+        assert ids(call(running, "GET", "/users?q=" + quote("STRAẞE"))) == [1, 2]
+        assert ids(call(running, "GET", "/users?q=%C3%A9LODIE")) == [3]
+        assert ids(call(running, "GET", "/users?q=kelvin+k")) == [4]  # K, the Kelvin sign
+        assert ids(call(running, "GET", "/users?q=0%25+_")) == [5]  # % and _ are plain text
+        assert ids(call(running, "GET", "/users?q=%25")) == [5]
+        assert call(running, "GET", "/users?q=").status == 400
+    finally:
+        stop_server(running)
+
+
 def test_query_strings_decode_plus_as_space(listing):
     running = start_server()
     try:
@@ -865,6 +905,7 @@ def test_query_strings_decode_plus_as_space(listing):
     "limit=0", "limit=1001", "limit=+5", "limit=%205", "limit=1_0", "limit=%C2%B2", "limit=5.0",
     "limit=-1", "offset=-1", "offset=x", "limit=", "name=", "limit=1&limit=2", "sort=age",
     "sort=+name", "foo=1", "limit=99999999999999999999999", "name=%FF", "offset=" + "9" * 5000,
+    "q=", "q=a&q=b",
 ])
 def test_bad_query_parameters_are_400(listing, query):
     problem = assert_problem(call(listing, "GET", "/users?" + query), 400)
