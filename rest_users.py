@@ -51,7 +51,7 @@ import xml.etree.ElementTree as ElementTree
 from collections import namedtuple
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import parse_qsl, urlencode
+from urllib.parse import parse_qsl, urlencode, urlsplit
 from xml.parsers import expat
 
 __all__ = ["make_server", "running", "main", "MemoryStore", "SQLiteStore", "User", "ApiError",
@@ -157,22 +157,57 @@ class UsersHandler(BaseHTTPRequestHandler):
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def handle_one_request(self):
-        """Forget the previous request on this connection, then serve the next one."""
-        self.headers = None  # an error found in the request line must not read old headers
-        self.body_read = False
-        super().handle_one_request()
+        """Wait for the next request and answer it. This replaces http.server's version so
+        that an idle connection is closed without a word when the timeout comes, while a
+        request that stops arriving midway gets a 408 (RFC 9110 §15.5.9)."""
+        self.headers, self.command, self.requestline = None, None, ""  # nothing of the last
+        self.body_read = self.expects_continue = False                  # request is reused
+        self.close_connection, self.idle = True, True
+        try:
+            if not self.rfile.peek(1):
+                return  # the client closed the connection
+        except socket.timeout:
+            return  # idle: nobody waits for an answer
+        self.idle = False  # a request has begun: a graceful stop lets it finish
+        try:
+            self.raw_requestline = self.rfile.readline(65537)
+            if len(self.raw_requestline) > 65536:
+                self.send_error(HTTPStatus.REQUEST_URI_TOO_LONG)
+            elif self.parse_request():
+                getattr(self, "do_" + self.command, self.refuse_method)()
+        except socket.timeout:
+            self.close_connection = True
+            self.send_problem(ApiError(HTTPStatus.REQUEST_TIMEOUT, "The request stopped arriving:"
+                                       " nothing came for %s seconds." % self.timeout))
 
     def parse_request(self):
         """Let http.server read the request line and headers, then refuse what it lets
         through: HTTP/0.9, odd versions, malformed or folded header lines (RFC 9112 §5)."""
         if not super().parse_request():
             return False
-        error = request_line_error(self.requestline.split()) or header_error(self.headers)
+        return self.accept_head(request_line_error(self.requestline.split())
+                                or header_error(self.headers))
+
+    def accept_head(self, error):
+        """Send the error found in the request's head, if any, else keep the target's parts:
+        an absolute-form target (RFC 9112 §3.2.2) names the host in place of Host."""
+        error = error or host_error(self.request_version, self.headers)
         if error:
             self.close_connection = True
             self.send_problem(error)
             return False
+        self.authority, self.path = split_target(self.path)
         return True
+
+    def handle_expect_100(self):
+        """Wait with the 100 Continue until the body is wanted (read_body): an error found
+        before then is the answer, and the body is never sent (RFC 9110 §10.1.1)."""
+        self.expects_continue = True
+        return True
+
+    def refuse_method(self):
+        """501 for a method this service does not implement at all."""
+        self.send_error(HTTPStatus.NOT_IMPLEMENTED)
 
     def handle_api_request(self):
         """Answer the request; any error becomes a problem response here, in one place."""
@@ -180,6 +215,8 @@ class UsersHandler(BaseHTTPRequestHandler):
             self.route_request()
         except ApiError as error:
             self.send_problem(error)
+        except (socket.timeout, ConnectionError):
+            raise  # a stalled client gets a 408 (handle_one_request), a lost one nothing
         except Exception:
             self.log_error("unexpected error:\n%s", traceback.format_exc())
             self.send_problem(ApiError(HTTPStatus.INTERNAL_SERVER_ERROR,
@@ -191,7 +228,7 @@ class UsersHandler(BaseHTTPRequestHandler):
         """Check who asks, the path, the method and the format, in that order; then call
         the route's method with what its path captured (a user id)."""
         path, _, self.query = self.path.partition("?")
-        refuse_early(self.server, self.command, path, self.headers)  # the key, --fail-rate
+        refuse_early(self)  # the Host, the key, --fail-rate
         found, arguments = find_route(path)
         if self.command == "OPTIONS":
             return self.answer_options(found)
@@ -300,6 +337,8 @@ class UsersHandler(BaseHTTPRequestHandler):
                            "The body is %d bytes; this service takes at most %d."
                            % (length, self.server.max_body))
         self.body_read = True
+        if self.expects_continue:  # the client waits for this before it sends the body
+            self.wfile.write(b"HTTP/1.1 100 Continue\r\n\r\n")
         body = self.rfile.read(length)
         if len(body) < length:
             self.close_connection = True
@@ -311,7 +350,7 @@ class UsersHandler(BaseHTTPRequestHandler):
         values = set(self.headers.get_all("Content-Length", []))
         if not values:
             return 0
-        value = values.pop().strip()
+        value = values.pop().strip(" \t")  # RFC 9110 §5.5: only these are white space
         if values or not (value.isascii() and value.isdigit()):
             self.close_connection = True  # RFC 9112 §6.3: the framing cannot be trusted
             raise ApiError(HTTPStatus.BAD_REQUEST,
@@ -365,7 +404,7 @@ class UsersHandler(BaseHTTPRequestHandler):
         error = ApiError(code, (explain or message or HTTPStatus(code).description) + ".")
         if code == HTTPStatus.NOT_IMPLEMENTED:  # a stranger learns no methods before the 401
             try:
-                refuse_early(self.server, self.command, self.path.partition("?")[0], self.headers)
+                refuse_early(self)
             except ApiError as refused:
                 error = refused
         self.send_problem(error)
@@ -395,6 +434,9 @@ class UsersHandler(BaseHTTPRequestHandler):
 
     def discard_body(self):
         """Read and drop a body nobody read, so the next request starts where it should."""
+        if self.expects_continue:
+            self.close_connection = True  # the client may or may not send it: never read it
+            return
         if self.headers.get("Content-Length") is None and "Transfer-Encoding" not in self.headers:
             return
         try:
@@ -423,14 +465,37 @@ def request_line_error(words):
     return None
 
 
+FORBIDDEN_IN_VALUES = re.compile("[\0\r\n]")  # RFC 9110 §5.5: a proxy might split a line there
+
+
+def host_error(version, headers):
+    """The 400 for an HTTP/1.1 request without a Host header, or for any with two (RFC 9112
+    §3.2), or None."""
+    hosts = len(headers.get_all("Host", []))
+    if hosts > 1 or (hosts == 0 and version == "HTTP/1.1"):
+        return ApiError(HTTPStatus.BAD_REQUEST,
+                        "An HTTP/1.1 request needs one Host header (RFC 9112 §3.2).")
+    return None
+
+
+def split_target(target):
+    """A request target as (the authority it names or None, its path and query): a client
+    talking to a proxy sends the whole URL, http://host/users (RFC 9112 §3.2.2)."""
+    scheme, authority, path, query, _ = urlsplit(target)
+    if target.startswith("/") or scheme.lower() not in ("http", "https") or not authority:
+        return None, target
+    return authority, (path or "/") + ("?" + query if query else "")
+
+
 def header_error(headers):
     """The error in header fields http.server accepted, or None. Its parser takes a line with
     no colon as a body's start, a folded one as part of a value; RFC 9112 §5 says 400."""
-    if headers.defects:  # the parser notes each line it could not read as a field
+    # the parser notes a line it could not read as a field; a bare CR ends its header block
+    if headers.defects or headers.get_payload():
         return ApiError(HTTPStatus.BAD_REQUEST, "A header line is malformed: each must be "
                                                 "Name: value.")
     for name, value in headers.raw_items():
-        if not HEADER_NAME.fullmatch(name) or "\n" in value:
+        if not HEADER_NAME.fullmatch(name) or FORBIDDEN_IN_VALUES.search(value):
             return ApiError(HTTPStatus.BAD_REQUEST,
                             "The header %s is malformed or folded." % printable(name[:100]))
     return None
@@ -954,8 +1019,10 @@ class UsersServer(ThreadingHTTPServer):
     request_queue_size = 128  # the default 5 overflows when a few dozen clients connect
     handler_class, memory_store_class = UsersHandler, MemoryStore
 
-    def __init__(self, address, store, *, api_key, cors, max_body, quiet, timeout, fake_api):
+    def __init__(self, address, store, *, api_key, cors, max_body, quiet, timeout, allow_host,
+                 fake_api):
         self.store = store
+        self.allowed_hosts = allowed_hosts(allow_host)
         self.api_key = api_key
         self.fake_api = fake_api
         self.cors = cors
@@ -975,7 +1042,7 @@ class UsersServer(ThreadingHTTPServer):
     def handle_error(self, request, client_address):
         """Log a client that went away in one line (unless --quiet); anything else in full."""
         error = sys.exc_info()[1]
-        if not isinstance(error, ConnectionError):
+        if not isinstance(error, (ConnectionError, socket.timeout)):
             super().handle_error(request, client_address)
         elif not self.quiet:
             print("%s: connection lost: %s" % (client_address[0], error), file=sys.stderr)
@@ -983,7 +1050,8 @@ class UsersServer(ThreadingHTTPServer):
 
 def make_server(host=DEFAULT_HOST, port=DEFAULT_PORT, *, db=None, api_key=None, cors=None,
                 max_body=DEFAULT_MAX_BODY, quiet=False, timeout=DEFAULT_IDLE_TIMEOUT,
-                plain=False, delay=0, fail_rate=0.0, fake_users=0, load=None, users=None):
+                allow_host=(), plain=False, delay=0, fail_rate=0.0, fake_users=0, load=None,
+                users=None):
     """Return a bound server, not yet serving: call serve_forever(). plain=True leaves out
     Appendix A's speed-ups (the same answers, slower); the options of a fake API, from delay
     to users, are in Appendix B, with main(), which calls this."""
@@ -993,7 +1061,8 @@ def make_server(host=DEFAULT_HOST, port=DEFAULT_PORT, *, db=None, api_key=None, 
     try:
         fake_api.add_users_to(store)
         return server_class((host, port), store, api_key=api_key, cors=cors, max_body=max_body,
-                            quiet=quiet, timeout=timeout, fake_api=fake_api)
+                            quiet=quiet, timeout=timeout, allow_host=allow_host,
+                            fake_api=fake_api)
     except BaseException:
         store.close()
         raise
@@ -1054,8 +1123,8 @@ class FastUsersHandler(UsersHandler):
             self.request_version == "HTTP/1.0" and connection != "keep-alive")
         if (self.request_version == "HTTP/1.1"
                 and self.headers.get("Expect", "").lower() == "100-continue"):
-            return self.handle_expect_100()
-        return True
+            self.handle_expect_100()
+        return self.accept_head(None)
 
     def list_users(self):
         """Replaces the core's list_users with one that keeps rendered pages (PageCache):
@@ -1203,12 +1272,16 @@ def read_header_fields(rfile):
         if count == MAX_HEADERS:
             raise ApiError(HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE,
                            "A request may have at most %d header fields." % MAX_HEADERS)
-        name, colon, value = line.decode("iso-8859-1").partition(":")
-        # RFC 9112 §5: no space before the colon, no folded lines; either could be misread
-        if not colon or not HEADER_NAME.fullmatch(name):
-            raise ApiError(HTTPStatus.BAD_REQUEST, "The header line %s is malformed."
-                           % printable(line.decode("iso-8859-1").rstrip("\r\n")[:100]))
-        headers.add(name, value.strip())
+        text = line[:-2] if line.endswith(b"\r\n") else line[:-1]  # CRLF, or a bare LF
+        name, colon, value = text.decode("iso-8859-1").partition(":")
+        # RFC 9112 §5: no space before the colon, no folded lines, no NUL or CR in a value
+        if not colon:
+            raise ApiError(HTTPStatus.BAD_REQUEST, "A header line is malformed: each must be "
+                                                   "Name: value.")
+        if not HEADER_NAME.fullmatch(name) or FORBIDDEN_IN_VALUES.search(value):
+            raise ApiError(HTTPStatus.BAD_REQUEST,
+                           "The header %s is malformed or folded." % printable(name[:100]))
+        headers.add(name, value.strip(" \t"))
 
 
 @functools.lru_cache(maxsize=2)
@@ -1231,6 +1304,7 @@ def log_date(second):
 
 import argparse  # noqa: E402 (each appendix imports what it alone uses)
 import hmac  # noqa: E402
+import ipaddress  # noqa: E402
 import itertools  # noqa: E402
 import random  # noqa: E402
 import signal  # noqa: E402
@@ -1365,10 +1439,49 @@ class SQLiteStore:
             self.db.close()
 
 
-def refuse_early(server, method, path, headers):
-    """The checks before all others: the API key (401), then --fail-rate (503)."""
-    check_api_key(server.api_key, method, path, headers)
-    fail_on_demand(server.fake_api.fail_rate, method, path)
+def refuse_early(handler):
+    """The checks before all others: the Host (421), the API key (401), --fail-rate (503)."""
+    path = handler.path.partition("?")[0]
+    check_host(handler.server.allowed_hosts, handler.authority or handler.headers.get("Host"))
+    check_api_key(handler.server.api_key, handler.command, path, handler.headers)
+    fail_on_demand(handler.server.fake_api.fail_rate, handler.command, path)
+
+
+def allowed_hosts(names):
+    """The host names --allow-host adds to the local ones, in lower case; None for '*'."""
+    return None if "*" in names else {name.lower() for name in names}
+
+
+def check_host(allowed, host):
+    """Serve only a Host this server answers for: an IP address, localhost, a name under
+    .localhost, or one given with --allow-host. Else a page whose name a hostile DNS made
+    resolve to 127.0.0.1 could read and change the users from a browser (DNS rebinding)."""
+    if allowed is None or host is None:  # --allow-host '*', or HTTP/1.0 without Host
+        return
+    name = host.rpartition(":")[0] if HOST_PORT.search(host) else host
+    if name.startswith("[") and name.endswith("]"):
+        name = name[1:-1]  # an IPv6 literal: [::1]
+    name = name.lower()
+    if name == "localhost" or name.endswith(".localhost") or name in allowed or is_ip(name):
+        return
+    shown, suggested = (name, name) if HOST_NAME.fullmatch(name) else (repr(name), "NAME")
+    raise ApiError(HTTPStatus.MISDIRECTED_REQUEST,
+                   "This server answers for localhost and IP addresses only, not for %s; start "
+                   "it with --allow-host %s to answer for that name (a guard against DNS "
+                   "rebinding)." % (shown, suggested))
+
+
+HOST_PORT = re.compile(r":[0-9]*$")
+HOST_NAME = re.compile(r"[a-z0-9.-]+")
+
+
+def is_ip(name):
+    """Whether a name is an IPv4 or IPv6 address."""
+    try:
+        ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    return True
 
 
 def under_users(path):
@@ -1660,6 +1773,10 @@ def parse_arguments(argv):
                         help="largest request body accepted (default: %(default)s)")
     parser.add_argument("--quiet", action="store_true",
                         help="do not log a line per request on stderr")
+    parser.add_argument("--allow-host", action="append", default=[], metavar="NAME",
+                        help="answer requests for this host name too, as --allow-host "
+                             "api.example behind a proxy (repeatable; '*' for any). Without "
+                             "it: localhost and IP addresses only, against DNS rebinding")
     fake = parser.add_argument_group("a fake API, for front ends and test suites (on /users)")
     fake.add_argument("--delay", type=milliseconds, default=(0, 0), metavar="MS[-MS]",
                       help="answer each request that many milliseconds late, or a random "
@@ -1689,7 +1806,7 @@ def main(argv=None):
     try:
         server = make_server(options.host, options.port, db=options.db, api_key=api_key or None,
                              cors=options.cors, max_body=options.max_body, quiet=options.quiet,
-                             delay=options.delay, fail_rate=options.fail_rate,
+                             allow_host=options.allow_host, delay=options.delay, fail_rate=options.fail_rate,
                              fake_users=options.fake_users, load=options.load)
     except ValueError as error:  # a --load file with a mistake; what it is, is in the message
         print("rest_users: cannot load %s" % error, file=sys.stderr)

@@ -5,7 +5,9 @@ real server on port 0, shared by the tests that use it. Behaviour tests run agai
 stores. Tests never sleep to synchronise: they wait on sockets and processes.
 """
 
+import contextlib
 import http.client
+import io
 import itertools
 import json
 import os
@@ -964,7 +966,7 @@ def test_a_404_path_is_a_problem(server):
 
 @plain_too
 def test_a_request_line_too_long_is_414_problem(server):
-    reply = raw(server, b"GET /" + b"a" * 70000 + b" HTTP/1.1\r\nHost: x\r\n\r\n")
+    reply = raw(server, b"GET /" + b"a" * 70000 + b" HTTP/1.1\r\nHost: localhost\r\n\r\n")
     assert reply.startswith(b"HTTP/1.1 414 ")
     assert b"Content-Type: application/problem+json" in reply
     assert b'"status": 414' in reply
@@ -973,14 +975,14 @@ def test_a_request_line_too_long_is_414_problem(server):
 @plain_too
 def test_too_many_headers_is_431_problem(server):
     headers = b"".join(b"X-%d: 1\r\n" % n for n in range(101))
-    reply = raw(server, b"GET /users HTTP/1.1\r\nHost: x\r\n" + headers + b"\r\n")
+    reply = raw(server, b"GET /users HTTP/1.1\r\nHost: localhost\r\n" + headers + b"\r\n")
     assert reply.startswith(b"HTTP/1.1 431 ")
     assert b'"status": 431' in reply
 
 
 @plain_too
 def test_a_header_line_too_long_is_431_problem(server):
-    reply = raw(server, b"GET /users HTTP/1.1\r\nX-Big: " + b"a" * 70000 + b"\r\n\r\n")
+    reply = raw(server, b"GET /users HTTP/1.1\r\nHost: localhost\r\nX-Big: " + b"a" * 70000 + b"\r\n\r\n")
     assert reply.startswith(b"HTTP/1.1 431 ")
     assert b"application/problem+json" in reply
 
@@ -993,10 +995,12 @@ def header_field_limit(server):
 @plain_too
 def test_exactly_the_header_field_limit_is_accepted(server):
     limit = header_field_limit(server)
-    headers = b"".join(b"X-%d: 1\r\n" % n for n in range(limit - 1))
-    reply = raw(server, b"GET /users HTTP/1.1\r\nConnection: close\r\n" + headers + b"\r\n")
+    headers = b"".join(b"X-%d: 1\r\n" % n for n in range(limit - 2))
+    reply = raw(server, b"GET /users HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n"
+                + headers + b"\r\n")
     assert reply.startswith(b"HTTP/1.1 200 ")
-    one_more = b"GET /users HTTP/1.1\r\nConnection: close\r\nX-1: 1\r\n" + headers + b"\r\n"
+    one_more = (b"GET /users HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\nX-1: 1\r\n"
+                + headers + b"\r\n")
     reply = raw(server, one_more)
     assert reply.startswith(b"HTTP/1.1 431 ")
 
@@ -1004,7 +1008,7 @@ def test_exactly_the_header_field_limit_is_accepted(server):
 @plain_too
 def test_header_names_match_in_any_case(server):
     body = json.dumps({"name": "A", "email": new_email()}).encode()
-    reply = raw(server, b"POST /users HTTP/1.1\r\nhost: x\r\ncontent-TYPE: application/json\r\n"
+    reply = raw(server, b"POST /users HTTP/1.1\r\nhost: localhost\r\ncontent-TYPE: application/json\r\n"
                         b"CONTENT-LENGTH: %d\r\nconnection: CLOSE\r\n\r\n" % len(body) + body)
     assert reply.startswith(b"HTTP/1.1 201 ")
 
@@ -1029,7 +1033,7 @@ def test_an_http_1_0_keep_alive_request_keeps_the_connection(server):
 def test_expect_100_continue_gets_100_then_the_answer(server):
     body = json.dumps({"name": "A", "email": new_email()}).encode()
     with socket.create_connection(("127.0.0.1", server.server_address[1]), timeout=5) as sock:
-        sock.sendall(b"POST /users HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        sock.sendall(b"POST /users HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
                      b"Content-Length: %d\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n"
                      % len(body))
         assert sock.recv(100).startswith(b"HTTP/1.1 100 Continue\r\n")
@@ -1111,9 +1115,9 @@ def test_a_precondition_comes_before_fields_and_fields_before_uniqueness(server)
 
 @plain_too
 def test_content_length_with_transfer_encoding_is_400_and_closes(server):
-    reply = raw(server, b"POST /users HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+    reply = raw(server, b"POST /users HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
                         b"Content-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n"
-                        b"0\r\n\r\nGET /users/1 HTTP/1.1\r\nHost: x\r\n\r\n")
+                        b"0\r\n\r\nGET /users/1 HTTP/1.1\r\nHost: localhost\r\n\r\n")
     assert reply.startswith(b"HTTP/1.1 400 ")
     assert b"Connection: close" in reply
     assert reply.count(b"HTTP/1.1 ") == 1  # what followed was never read as a request
@@ -1121,9 +1125,9 @@ def test_content_length_with_transfer_encoding_is_400_and_closes(server):
 
 @plain_too
 def test_a_chunked_body_is_411_and_closes(server):
-    reply = raw(server, b"POST /users HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+    reply = raw(server, b"POST /users HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
                         b"Transfer-Encoding: chunked\r\n\r\n"
-                        b"5\r\n{\"a\":\r\n0\r\n\r\nGET /users/1 HTTP/1.1\r\nHost: x\r\n\r\n")
+                        b"5\r\n{\"a\":\r\n0\r\n\r\nGET /users/1 HTTP/1.1\r\nHost: localhost\r\n\r\n")
     assert reply.startswith(b"HTTP/1.1 411 ")
     assert b"Connection: close" in reply
     assert reply.count(b"HTTP/1.1 ") == 1
@@ -1134,7 +1138,7 @@ def test_a_chunked_body_is_411_and_closes(server):
                                      [b"5, 5"]])
 def test_a_bad_content_length_is_400_and_closes(server, lengths):
     headers = b"".join(b"Content-Length: " + value + b"\r\n" for value in lengths)
-    reply = raw(server, b"POST /users HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+    reply = raw(server, b"POST /users HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
                 + headers + b"\r\n{}{}{}{}")
     assert reply.startswith(b"HTTP/1.1 400 ")
     assert b"Connection: close" in reply
@@ -1144,7 +1148,7 @@ def test_a_bad_content_length_is_400_and_closes(server, lengths):
 def test_the_same_content_length_twice_is_accepted(server):
     body = json.dumps({"name": "A", "email": new_email()}).encode()
     length = b"Content-Length: %d\r\n" % len(body)
-    reply = raw(server, b"POST /users HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+    reply = raw(server, b"POST /users HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
                 + length + length + b"Connection: close\r\n\r\n" + body)
     assert reply.startswith(b"HTTP/1.1 201 ")
 
@@ -1160,7 +1164,7 @@ def test_a_body_over_max_body_is_413_without_reading_it(small_body_server):
     with socket.create_connection(("127.0.0.1", small_body_server.server_address[1]),
                                   timeout=5) as sock:
         # Only the headers go out: the server must answer without waiting for 10 MB.
-        sock.sendall(b"POST /users HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        sock.sendall(b"POST /users HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
                      b"Content-Length: 10000000\r\n\r\n")
         reply = sock.makefile("rb").read()
     assert reply.startswith(b"HTTP/1.1 413 ")
@@ -1237,9 +1241,9 @@ def test_no_bad_input_produces_a_5xx(server, method, path, headers, body):
 
 @plain_too
 @pytest.mark.parametrize("request_bytes", [
-    b"GET /users/\xc3\xa9 HTTP/1.1\r\nHost: x\r\n\r\n",
-    b"GET /users HTTP/1.1\r\nAuthorization: Bearer \xff\xfe\r\n\r\n",
-    b"GET /users HTTP/1.1\r\nAccept: \xe9\r\n\r\n",
+    b"GET /users/\xc3\xa9 HTTP/1.1\r\nHost: localhost\r\n\r\n",
+    b"GET /users HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer \xff\xfe\r\n\r\n",
+    b"GET /users HTTP/1.1\r\nHost: localhost\r\nAccept: \xe9\r\n\r\n",
 ])
 def test_non_ascii_and_odd_bytes_in_the_head_are_not_a_500(server, request_bytes):
     reply = raw(server, request_bytes.replace(b"\r\n\r\n", b"\r\nConnection: close\r\n\r\n"))
@@ -1251,7 +1255,7 @@ def test_non_ascii_and_odd_bytes_in_the_head_are_not_a_500(server, request_bytes
                                          b" folded: continuation", b"\tX: 1"])
 def test_a_malformed_header_line_is_400_and_closes(server, header_line):
     smuggled = b"GET /users/1 HTTP/1.1\r\n\r\n"
-    reply = raw(server, b"POST /users HTTP/1.1\r\nHost: x\r\n" + header_line +
+    reply = raw(server, b"POST /users HTTP/1.1\r\nHost: localhost\r\n" + header_line +
                 b"\r\nContent-Type: application/json\r\n\r\n" + smuggled)
     assert reply.startswith(b"HTTP/1.1 400 ")
     assert b"Connection: close" in reply
@@ -1263,6 +1267,243 @@ def test_a_deeply_nested_xml_body_is_not_a_500(server):
     body = b"<user><name>" + b"<a>" * 50000 + b"</a>" * 50000 + b"</name></user>"
     reply = call(server, "POST", "/users", body, {"Content-Type": "application/xml"})
     assert reply.status == 422
+
+
+# -- strict framing, the request target and Host (RFC 9112) ---------------------------------
+
+@plain_too
+@pytest.mark.parametrize("padding", [b"\x0b", b"\x0c", b"\xa0", b"\x85", b"\x00"])
+def test_a_content_length_padded_with_other_white_space_is_400_and_closes(server, padding):
+    reply = raw(server, b"POST /users HTTP/1.1\r\nHost: localhost\r\n"
+                        b"Content-Type: application/json\r\nContent-Length: " + padding + b"2"
+                + padding + b"\r\n\r\n{}GET /users/1 HTTP/1.1\r\nHost: localhost\r\n\r\n")
+    assert reply.startswith(b"HTTP/1.1 400 Bad Request\r\n")
+    assert b"\r\nConnection: close\r\n" in reply
+    assert reply.count(b"HTTP/1.1 ") == 1
+
+
+@plain_too
+def test_a_content_length_with_spaces_and_tabs_around_it_is_read(server):
+    body = json.dumps({"name": "A", "email": new_email()}).encode()
+    reply = raw(server, b"POST /users HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n"
+                        b"Content-Type: application/json\r\nContent-Length: \t %d \t\r\n\r\n%s"
+                % (len(body), body))
+    assert reply.startswith(b"HTTP/1.1 201 Created\r\n")
+
+
+@plain_too
+@pytest.mark.parametrize("value", [b"a\x00b", b"a\rb", b"a\r"])
+def test_a_header_value_with_nul_or_cr_is_400_and_closes(server, value):
+    reply = raw(server, b"GET /users HTTP/1.1\r\nHost: localhost\r\nX-Odd: " + value +
+                b"\r\n\r\nGET /users/1 HTTP/1.1\r\nHost: localhost\r\n\r\n")
+    assert reply.startswith(b"HTTP/1.1 400 Bad Request\r\n")
+    assert b"\r\nConnection: close\r\n" in reply
+    problem = json.loads(reply.split(b"\r\n\r\n", 1)[1])
+    assert problem["detail"] in ("The header X-Odd is malformed or folded.",
+                                 "A header line is malformed: each must be Name: value.")
+    assert reply.count(b"HTTP/1.1 ") == 1
+
+
+@plain_too
+def test_an_http_1_1_request_without_host_is_400(server):
+    reply = raw(server, b"GET /users HTTP/1.1\r\nConnection: close\r\n\r\n")
+    assert reply.startswith(b"HTTP/1.1 400 Bad Request\r\n")
+    problem = json.loads(reply.split(b"\r\n\r\n", 1)[1])
+    assert problem["detail"] == "An HTTP/1.1 request needs one Host header (RFC 9112 §3.2)."
+
+
+@plain_too
+def test_two_host_headers_are_400(server):
+    reply = raw(server, b"GET /users HTTP/1.1\r\nHost: localhost\r\nHost: 127.0.0.1\r\n"
+                        b"Connection: close\r\n\r\n")
+    assert reply.startswith(b"HTTP/1.1 400 Bad Request\r\n")
+    problem = json.loads(reply.split(b"\r\n\r\n", 1)[1])
+    assert problem["detail"] == "An HTTP/1.1 request needs one Host header (RFC 9112 §3.2)."
+
+
+@plain_too
+def test_an_http_1_0_request_needs_no_host(server):
+    assert raw(server, b"GET /users HTTP/1.0\r\n\r\n").startswith(b"HTTP/1.1 200 OK\r\n")
+
+
+@plain_too
+@pytest.mark.parametrize("target", [b"http://localhost/users/1", b"HTTP://127.0.0.1:8000/users/1?x=1",
+                                    b"https://[::1]/users/1"])
+def test_an_absolute_form_target_is_routed_by_its_path(server, target):
+    user = create(server)
+    target = target.replace(b"/users/1", b"/users/%d" % user["id"])
+    reply = raw(server, b"GET " + target + b" HTTP/1.1\r\nHost: evil.example\r\n"
+                                           b"Connection: close\r\n\r\n")
+    assert reply.startswith(b"HTTP/1.1 200 OK\r\n")
+    assert json.loads(reply.split(b"\r\n\r\n", 1)[1]) == user
+
+
+@plain_too
+@pytest.mark.parametrize("host", [b"127.0.0.1", b"127.0.0.1:8000", b"10.1.2.3:80", b"[::1]:8000",
+                                  b"[::1]", b"localhost", b"LocalHost:8000", b"app.localhost",
+                                  b"a.b.localhost:1"])
+def test_local_hosts_are_served(server, host):
+    reply = raw(server, b"GET /users?limit=1 HTTP/1.1\r\nHost: " + host +
+                b"\r\nConnection: close\r\n\r\n")
+    assert reply.startswith(b"HTTP/1.1 200 OK\r\n")
+
+
+MISDIRECTED = ("This server answers for localhost and IP addresses only, not for %s; start it "
+               "with --allow-host %s to answer for that name (a guard against DNS rebinding).")
+
+
+@plain_too
+@pytest.mark.parametrize("host, name", [
+    (b"evil.example", "evil.example"), (b"evil.example:8000", "evil.example"),
+    (b"localhost.evil.example", "localhost.evil.example"), (b"127.0.0.1.nip.io", "127.0.0.1.nip.io"),
+    (b"xlocalhost", "xlocalhost"), (b"", "''"), (b"a b", "'a b'"),
+])
+def test_other_hosts_are_421_before_anything_else(server, host, name):
+    reply = raw(server, b"POST /nope HTTP/1.1\r\nHost: " + host + b"\r\nConnection: close\r\n"
+                        b"Content-Length: 2\r\n\r\n{}")
+    assert reply.startswith(b"HTTP/1.1 421 Misdirected Request\r\n")
+    assert b"\r\nContent-Type: application/problem+json\r\n" in reply
+    problem = json.loads(reply.split(b"\r\n\r\n", 1)[1])
+    assert problem == {"type": "about:blank", "title": HTTPStatus(421).phrase, "status": 421,
+                       "detail": MISDIRECTED % (name, name if name[0] != "'" else "NAME")}
+
+
+def test_an_absolute_form_authority_is_checked_and_not_the_host_header(server):
+    reply = raw(server, b"GET http://evil.example/users HTTP/1.1\r\nHost: localhost\r\n"
+                        b"Connection: close\r\n\r\n")
+    assert reply.startswith(b"HTTP/1.1 421 Misdirected Request\r\n")
+
+
+def test_the_host_check_comes_before_the_key(auth_server):
+    reply = raw(auth_server, b"GET /users HTTP/1.1\r\nHost: evil.example\r\nConnection: close\r\n\r\n")
+    assert reply.startswith(b"HTTP/1.1 421 ")
+    for path in (b"/", b"/openapi.json"):
+        reply = raw(auth_server, b"GET " + path + b" HTTP/1.1\r\nHost: evil.example\r\n"
+                                                  b"Connection: close\r\n\r\n")
+        assert reply.startswith(b"HTTP/1.1 421 ")
+
+
+@pytest.mark.parametrize("allowed, host, status", [
+    (["api.example"], b"api.example", 200), (["API.example"], b"api.EXAMPLE:443", 200),
+    (["api.example"], b"other.example", 421), (["api.example"], b"localhost", 200),
+    (["*"], b"anything.example", 200),
+])
+def test_allow_host_names_more_hosts(allowed, host, status):
+    running = start_server(allow_host=allowed)
+    try:
+        reply = raw(running, b"GET /users HTTP/1.1\r\nHost: " + host + b"\r\nConnection: close\r\n\r\n")
+    finally:
+        stop_server(running)
+    assert reply.startswith(b"HTTP/1.1 %d " % status)
+
+
+def test_allow_host_is_repeatable_on_the_command_line():
+    options = rest_users.parse_arguments(["--allow-host", "a.example", "--allow-host", "b.example"])
+    assert options.allow_host == ["a.example", "b.example"]
+
+
+# -- stalls, resets and Expect ------------------------------------------------------------
+
+STALLS = {
+    "idle": b"",
+    "request line": b"GET /us",
+    "headers": b"GET /users HTTP/1.1\r\nHost: localhost\r\nAcc",
+    "body": b"POST /users HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+            b"Content-Length: 40\r\n\r\n{\"name\": ",
+    "unread body": b"POST /nope HTTP/1.1\r\nHost: localhost\r\nContent-Length: 40\r\n\r\n{",
+}
+
+
+def stall_and_reset(server, results):
+    """Open a connection per kind of stall, and one reset mid-body; collect what comes back."""
+
+    def stall(kind, data):
+        with socket.create_connection(("127.0.0.1", server.server_address[1]), timeout=5) as sock:
+            sock.sendall(data)
+            results[kind] = sock.makefile("rb").read()
+
+    def reset():
+        sock = socket.create_connection(("127.0.0.1", server.server_address[1]), timeout=5)
+        sock.sendall(STALLS["body"])
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        sock.close()  # an RST: the client is gone mid-body
+
+    threads = [threading.Thread(target=stall, args=item) for item in STALLS.items()]
+    threads.append(threading.Thread(target=reset))
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+
+@pytest.fixture(scope="module")
+def stalled():
+    """What a server with a 1 s timeout sends to stalled requests and logs, with and without
+    --quiet: the stalls run side by side, so all of this takes about one second."""
+    results = {}
+    servers = {quiet: start_server(timeout=1, quiet=quiet) for quiet in (False, True)}
+    logged = io.StringIO()
+    with contextlib.redirect_stderr(logged):
+        threads = [threading.Thread(target=stall_and_reset, args=(server, results.setdefault(quiet, {})))
+                   for quiet, server in servers.items()]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        for server in servers.values():
+            stop_server(server)
+    yield results, logged.getvalue()
+
+
+TIMED_OUT = (b'{"type": "about:blank", "title": "Request Timeout", "status": 408, "detail": '
+             b'"The request stopped arriving: nothing came for 1 seconds."}')
+
+
+@pytest.mark.parametrize("quiet", [False, True])
+@pytest.mark.parametrize("kind", ["request line", "headers", "body", "unread body"])
+def test_a_request_that_stalls_gets_408_and_is_closed(stalled, quiet, kind):
+    reply = stalled[0][quiet][kind]
+    head, body = reply.split(b"\r\n\r\n", 1)
+    assert head.startswith(b"HTTP/1.1 408 Request Timeout\r\n")
+    assert b"\r\nConnection: close" in head
+    assert b"\r\nContent-Type: application/problem+json" in head
+    assert body == TIMED_OUT
+
+
+@pytest.mark.parametrize("quiet", [False, True])
+def test_an_idle_connection_is_closed_without_a_word(stalled, quiet):
+    assert stalled[0][quiet]["idle"] == b""
+
+
+def test_stalls_and_resets_log_one_line_each_and_no_traceback(stalled):
+    log = stalled[1]
+    assert "Traceback" not in log
+    assert " 500 " not in log
+    assert log.count('" 408 ') == 4  # the 408s of the server that is not quiet
+    assert log.count("connection lost") == 1
+    assert "timed out" not in log
+    assert len(log.splitlines()) == 5
+
+
+@plain_too
+def test_a_body_too_large_with_expect_100_continue_gets_413_at_once(server):
+    with socket.create_connection(("127.0.0.1", server.server_address[1]), timeout=5) as sock:
+        sock.sendall(b"POST /users HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+                     b"Content-Length: 2000000\r\nExpect: 100-continue\r\n\r\n")
+        reply = sock.makefile("rb").read()  # no body sent: the server answers and closes
+    assert reply.startswith(b"HTTP/1.1 413 ")
+    assert b"100 Continue" not in reply
+    assert b"\r\nConnection: close\r\n" in reply
+
+
+def test_an_early_refusal_with_expect_100_continue_sends_no_100(auth_server):
+    with socket.create_connection(("127.0.0.1", auth_server.server_address[1]), timeout=5) as sock:
+        sock.sendall(b"POST /users HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+                     b"Content-Length: 20\r\nExpect: 100-continue\r\n\r\n")
+        reply = sock.makefile("rb").read()
+    assert reply.startswith(b"HTTP/1.1 401 ")
+    assert b"100 Continue" not in reply
+    assert b"\r\nConnection: close\r\n" in reply
 
 
 # -- authentication ------------------------------------------------------------------------
@@ -1550,7 +1791,7 @@ def test_a_delayed_write_is_applied_before_the_wait(delayed):
     email = new_email()
     with socket.create_connection(("127.0.0.1", delayed.server_address[1]), timeout=5) as sock:
         body = json.dumps({"name": "Slow", "email": email}).encode()
-        sock.sendall(b"POST /users HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        sock.sendall(b"POST /users HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
                      b"Content-Length: %d\r\nConnection: close\r\n\r\n%s" % (len(body), body))
         sent = time.monotonic()
         while not any(user.email == email for user in delayed.store.list(EVERYONE)[1]):
@@ -1802,7 +2043,8 @@ def test_running_refuses_bad_users_before_it_starts():
 
 def test_help_shows_the_fake_api_options_with_examples():
     result = subprocess.run([sys.executable, "rest_users.py", "--help"], cwd=HERE,
-                            capture_output=True, text=True, timeout=10)
+                            capture_output=True, text=True, timeout=10,
+                            env=dict(os.environ, COLUMNS="500"))  # no line wrapped
     for example in ("--delay 300", "--delay 100-500", "--fail-rate 0.5", "--fake-users 1000",
                     "--load users.json"):
         assert example in result.stdout
@@ -2015,11 +2257,11 @@ def test_one_connection_carries_many_requests(server):
 def test_an_unread_body_does_not_poison_the_connection(server, method, path, headers):
     create(server)
     with socket.create_connection(("127.0.0.1", server.server_address[1]), timeout=5) as sock:
-        body = b'GET /users/1 HTTP/1.1\r\nHost: x\r\n\r\n'  # a body that looks like a request
-        head = "%s %s HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n" % (method, path, len(body))
+        body = b'GET /users/1 HTTP/1.1\r\nHost: localhost\r\n\r\n'  # a body that looks like a request
+        head = "%s %s HTTP/1.1\r\nHost: localhost\r\nContent-Length: %d\r\n" % (method, path, len(body))
         head += "".join("%s: %s\r\n" % item for item in headers.items())
         sock.sendall(head.encode() + b"\r\n" + body + b"GET /users?limit=1 HTTP/1.1\r\n"
-                     b"Host: x\r\nConnection: close\r\n\r\n")
+                     b"Host: localhost\r\nConnection: close\r\n\r\n")
         reply = sock.makefile("rb").read()
     statuses = re.findall(rb"HTTP/1\.1 (\d{3}) ", reply)
     assert len(statuses) == 2
@@ -2030,9 +2272,9 @@ def test_an_unread_body_does_not_poison_the_connection(server, method, path, hea
 def test_an_unread_body_after_401_does_not_poison_the_connection(auth_server):
     with socket.create_connection(("127.0.0.1", auth_server.server_address[1]), timeout=5) as sock:
         body = b"GET /users/1 HTTP/1.1\r\n\r\n"
-        sock.sendall(b"POST /users HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        sock.sendall(b"POST /users HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
                      b"Content-Length: %d\r\n\r\n" % len(body) + body +
-                     b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                     b"GET / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
         reply = sock.makefile("rb").read()
     assert reply.startswith(b"HTTP/1.1 401 ")
     assert reply.count(b"HTTP/1.1 ") == 2
@@ -2071,7 +2313,7 @@ def test_every_response_leaves_in_one_write_with_nodelay(monkeypatch, plain):
 
 def test_a_client_that_resets_mid_request_harms_nothing(server):
     sock = socket.create_connection(("127.0.0.1", server.server_address[1]), timeout=5)
-    sock.sendall(b"POST /users HTTP/1.1\r\nContent-Type: application/json\r\n"
+    sock.sendall(b"POST /users HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
                  b"Content-Length: 50\r\n\r\n{\"name\":")
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
     sock.close()  # with linger 0: a TCP reset
