@@ -1319,10 +1319,13 @@ class SQLiteStore:
 
     The database keeps ids unique and never reused (AUTOINCREMENT) and emails unique (an
     index with NOCASE); every change is committed before the store returns, so a response
-    is only sent for a write that is on disk.
+    is only sent for a write that is on disk. While it serves, the file is this process's
+    alone: SQLite's own exclusive lock, which works the same on Linux, macOS and Windows,
+    keeps a second rest_users.py (or any other program) out.
     """
 
     SCHEMA = """
+        PRAGMA locking_mode = EXCLUSIVE; -- the file's lock is held until the store closes
         PRAGMA journal_mode = WAL;      -- readers never wait for a writer
         PRAGMA synchronous = NORMAL;    -- in WAL mode a commit survives a killed process
         CREATE TABLE IF NOT EXISTS users (
@@ -1337,11 +1340,13 @@ class SQLiteStore:
         CREATE INDEX IF NOT EXISTS users_by_name_desc ON users (name DESC);
         CREATE INDEX IF NOT EXISTS users_by_email ON users (email);
         CREATE INDEX IF NOT EXISTS users_by_email_desc ON users (email DESC);
+        PRAGMA user_version = 1;        -- a write: a file it cannot write fails now, at start
     """
 
     def __init__(self, path):
+        self.path = path
         self.lock = threading.Lock()
-        self.db = sqlite3.connect(path, check_same_thread=False)
+        self.db = sqlite3.connect(path, check_same_thread=False, timeout=1)
         # SQLite's lower() and NOCASE fold ASCII letters only, so q would miss "STRAẞE" for
         # "Straße": Python's casefold() does the folding, as it does for the memory store
         self.db.create_function("casefold", 1, str.casefold, deterministic=True)
@@ -1349,13 +1354,32 @@ class SQLiteStore:
             self.db.executescript(self.SCHEMA)
             # SQLite counts rows by reading them all; the store keeps the total itself
             self.count = self.db.execute("SELECT COUNT(*) FROM users").fetchone()[0]
-        except sqlite3.Error:
+        except sqlite3.Error as error:
             self.db.close()
+            if "locked" in str(error):
+                raise sqlite3.OperationalError("another process is using it; one rest_users.py "
+                                               "serves a file at a time") from None
             raise
+
+    @contextmanager
+    def failures_answered(self):
+        """Turn a failing database into an answer a client can act on, and one log line:
+        507 when the disk is full, 503 and Retry-After when it is locked or failing. The
+        transaction has been rolled back, so nothing changed."""
+        try:
+            yield
+        except sqlite3.Error as error:  # an IntegrityError is a 409, found where it happens
+            print("rest_users: %s: %s" % (self.path, error), file=sys.stderr)
+            if "full" in str(error):  # SQLITE_FULL: "database or disk is full"
+                raise ApiError(HTTPStatus.INSUFFICIENT_STORAGE, "The server's disk is full: "
+                               "nothing was changed. Try again once there is space.") from None
+            raise ApiError(HTTPStatus.SERVICE_UNAVAILABLE, "The database is locked or failing "
+                           "just now: nothing was changed. Try again.",
+                           headers=[("Retry-After", "1")]) from None
 
     def get(self, user_id):
         """Return the user with this id, or None."""
-        with self.lock:
+        with self.lock, self.failures_answered():
             return self.select_user(user_id)
 
     def select_user(self, user_id):
@@ -1379,7 +1403,7 @@ class SQLiteStore:
         where = " WHERE " + " AND ".join(conditions) if conditions else ""
         field = query.sort.lstrip("-")  # a SORT_KEYS entry, never client text
         order = "%s %s, id" % (field, "DESC" if query.sort.startswith("-") else "ASC")
-        with self.lock:
+        with self.lock, self.failures_answered():
             total = self.count if not conditions else self.db.execute(
                 "SELECT COUNT(*) FROM users" + where, arguments).fetchone()[0]
             rows = self.db.execute(
@@ -1389,7 +1413,7 @@ class SQLiteStore:
 
     def create(self, name, email):
         """Insert a user and return it; 409 if its email is taken."""
-        with self.lock:
+        with self.lock, self.failures_answered():
             with self.db:  # commits, or rolls back on an exception
                 try:
                     cursor = self.db.execute("INSERT INTO users (name, email) VALUES (?, ?)",
@@ -1401,7 +1425,7 @@ class SQLiteStore:
 
     def update(self, user_id, change):
         """Apply change(current user) -> {field: value} and return the updated user."""
-        with self.lock:
+        with self.lock, self.failures_answered():
             with self.db:
                 current = self.select_user(user_id)
                 if current is None:
@@ -1416,7 +1440,7 @@ class SQLiteStore:
 
     def delete(self, user_id, check):
         """Delete the user after check(current user) has passed."""
-        with self.lock:
+        with self.lock, self.failures_answered():
             with self.db:
                 current = self.select_user(user_id)
                 if current is None:
@@ -1427,7 +1451,7 @@ class SQLiteStore:
 
     def load(self, users):
         """Add checked users that have ids and differ in email (--load), in one transaction."""
-        with self.lock:
+        with self.lock, self.failures_answered():
             with self.db:
                 self.db.executemany("INSERT INTO users (id, name, email, version) "
                                     "VALUES (?, ?, ?, ?)", users)

@@ -19,6 +19,7 @@ import sqlite3
 import struct
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from http import HTTPStatus
@@ -2048,6 +2049,177 @@ def test_help_shows_the_fake_api_options_with_examples():
     for example in ("--delay 300", "--delay 100-500", "--fail-rate 0.5", "--fake-users 1000",
                     "--load users.json"):
         assert example in result.stdout
+
+
+# -- storage faults and the one owner of a database ----------------------------------------
+
+FULL = {"type": "about:blank", "title": HTTPStatus(507).phrase, "status": 507,
+        "detail": "The server's disk is full: nothing was changed. Try again once there is space."}
+FAILING = {"type": "about:blank", "title": "Service Unavailable", "status": 503,
+           "detail": "The database is locked or failing just now: nothing was changed. Try again."}
+
+
+def post_until_refused(server, prefix):
+    """POST users with long names until one is refused; return the statuses and that reply."""
+    statuses = []
+    for n in range(2000):
+        reply = call(server, "POST", "/users", {"name": "x" * 200, "email": "%s%d@x" % (prefix, n)})
+        statuses.append(reply.status)
+        if reply.status != 201:
+            return statuses, reply
+    raise AssertionError("the store never filled up")
+
+
+def test_a_full_database_is_507_changes_nothing_logs_one_line_and_recovers(tmp_path, capfd):
+    running = start_server(db=str(tmp_path / "u.db"))
+    try:
+        store = running.store
+        store.db.execute("PRAGMA max_page_count = %d"
+                         % store.db.execute("PRAGMA page_count").fetchone()[0])
+        statuses, reply = post_until_refused(running, "full")
+        assert set(statuses[:-1]) == {201} and reply.status == 507
+        assert reply.headers["Content-Type"] == PROBLEM_JSON and reply.json() == FULL
+        total, users = store.list(rest_users.ListQuery(1000, 0, "id", None, None))
+        assert total == len(users) == len(statuses) - 1
+        store.db.execute("PRAGMA max_page_count = 1000000")  # space again
+        assert call(running, "POST", "/users", {"name": "A", "email": new_email()}).status == 201
+    finally:
+        stop_server(running)
+    assert capfd.readouterr().err == ("rest_users: %s: database or disk is full\n"
+                                      % (tmp_path / "u.db"))
+
+
+class FailingDatabase:
+    """A sqlite3 connection whose every statement fails, as a broken disk would."""
+
+    def __init__(self, db):
+        self.db = db
+
+    def execute(self, *args):
+        raise sqlite3.OperationalError("disk I/O error")
+
+    def __enter__(self):
+        return self.db.__enter__()
+
+    def __exit__(self, *exception):
+        return self.db.__exit__(*exception)
+
+    def __getattr__(self, name):
+        return getattr(self.db, name)
+
+
+@pytest.mark.parametrize("method, path, body", [("GET", "/users", None), ("GET", "/users/1", None),
+                                                ("POST", "/users", {"name": "A", "email": "a@x"}),
+                                                ("DELETE", "/users/1", None)])
+def test_a_failing_database_is_503_with_retry_after(tmp_path, capfd, method, path, body):
+    running = start_server(db=str(tmp_path / "u.db"))
+    try:
+        create(running)
+        working, running.store.db = running.store.db, FailingDatabase(running.store.db)
+        reply = call(running, method, path, body)
+        running.store.db = working
+        assert reply.status == 503 and reply.json() == FAILING
+        assert reply.headers["Retry-After"] == "1"
+        assert running.store.list(rest_users.ListQuery(10, 0, "id", None, None))[0] == 1
+        assert call(running, "GET", "/users/1").status == 200
+    finally:
+        stop_server(running)
+    assert capfd.readouterr().err == "rest_users: %s: disk I/O error\n" % (tmp_path / "u.db")
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 512 KiB tmpfs, where mounting one is permitted."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512k", "tmpfs", str(disk)],
+                      capture_output=True).returncode != 0:
+        pytest.skip("mounting a small tmpfs is not permitted here")
+    yield disk
+    subprocess.run(["umount", str(disk)], check=True)
+
+
+def test_a_full_disk_is_507_and_the_server_recovers_once_there_is_space(small_disk, capfd):
+    running = start_server(db=str(small_disk / "u.db"))
+    try:
+        filler = small_disk / "filler"
+        with open(str(filler), "wb", buffering=0) as file:
+            try:
+                while True:
+                    file.write(b"x" * 4096)
+            except OSError:
+                pass  # the disk is full
+        statuses, reply = post_until_refused(running, "disk")
+        assert reply.status == 507 and reply.json() == FULL
+        total = running.store.list(rest_users.ListQuery(1, 0, "id", None, None))[0]
+        assert total == statuses.count(201)
+        filler.unlink()
+        assert call(running, "POST", "/users", {"name": "A", "email": new_email()}).status == 201
+        assert call(running, "GET", "/users").headers["X-Total-Count"] == str(total + 1)
+    finally:
+        stop_server(running)
+    assert "Traceback" not in capfd.readouterr().err
+
+
+def start_unprivileged(folder, *args):
+    """Run a copy of rest_users.py in folder as a user who cannot write what it may not (as
+    root, the user nobody); skipped where that cannot be arranged."""
+    shutil.copy(os.path.join(HERE, "rest_users.py"), folder)
+    os.chmod(folder, 0o777)
+    as_nobody = {}
+    if os.geteuid() == 0:
+        as_nobody = {"preexec_fn": lambda: os.setuid(65534)}
+    for python in (sys.executable, "/usr/bin/python3"):
+        try:
+            if python and subprocess.run([python, "-c", ""], **as_nobody).returncode == 0:
+                return subprocess.run([python, os.path.join(folder, "rest_users.py"), "--port", "0"]
+                                      + list(args), capture_output=True, text=True, timeout=10,
+                                      **as_nobody)
+        except OSError:
+            pass
+    pytest.skip("no Python that an unprivileged user may run")
+
+
+@pytest.mark.parametrize("where, message", [
+    ("read-only file", "attempt to write a readonly database"),
+    ("read-only folder", "unable to open database file"),
+])
+def test_a_database_it_cannot_write_is_one_line_at_start(where, message):
+    folder = tempfile.mkdtemp()
+    try:
+        if where == "read-only file":
+            db = os.path.join(folder, "u.db")
+            sqlite3.connect(db).close()
+            os.chmod(db, 0o444)
+        else:
+            os.mkdir(os.path.join(folder, "ro"), 0o555)
+            db = os.path.join(folder, "ro", "u.db")
+        result = start_unprivileged(folder, "--db", db)
+    finally:
+        shutil.rmtree(folder)
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert result.stderr == "rest_users: cannot start on %s: %s\n" % (db, message)
+
+
+def test_a_second_process_on_the_same_db_exits_with_one_line(tmp_path):
+    db = str(tmp_path / "u.db")
+    first, banner = run_service("--port", "0", "--db", db, "--quiet")
+    try:
+        second = subprocess.run([sys.executable, "rest_users.py", "--port", "0", "--db", db],
+                                cwd=HERE, capture_output=True, text=True, timeout=10)
+        assert second.returncode == 1
+        assert second.stdout == ""
+        assert second.stderr == ("rest_users: cannot start on %s: another process is using it; "
+                                 "one rest_users.py serves a file at a time\n" % db)
+        connection = http.client.HTTPConnection("127.0.0.1", port_of(banner), timeout=5)
+        connection.request("POST", "/users", json.dumps({"name": "A", "email": "a@x"}),
+                           {"Content-Type": "application/json"})
+        assert connection.getresponse().status == 201  # the first goes on serving
+        connection.close()
+    finally:
+        first.terminate()
+        first.wait(10)
 
 
 # -- storage -------------------------------------------------------------------------------
