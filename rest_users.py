@@ -147,11 +147,13 @@ class UsersHandler(BaseHTTPRequestHandler):
 
     protocol_version = "HTTP/1.1"  # persistent connections
     server_version = "rest_users/1.0"
+    idle = True  # no request under way: a graceful stop may close the connection
 
     def setup(self):
-        """Set the idle timeout, and send each write at once."""
+        """Set the idle timeout, send each write at once, and let the server see the connection."""
         self.timeout = self.server.idle_timeout
         super().setup()
+        self.server.connections.add(self)  # a graceful stop closes it when it is idle
         # respond() writes each response at once, so Nagle's algorithm only adds delay:
         # a second packet would wait for the client's delayed ACK, about 40 ms.
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -169,6 +171,8 @@ class UsersHandler(BaseHTTPRequestHandler):
         except socket.timeout:
             return  # idle: nobody waits for an answer
         self.idle = False  # a request has begun: a graceful stop lets it finish
+        if self.server.stopping:
+            return  # the stop began first: this request is not served, and nothing changes
         try:
             self.raw_requestline = self.rfile.readline(65537)
             if len(self.raw_requestline) > 65536:
@@ -198,6 +202,11 @@ class UsersHandler(BaseHTTPRequestHandler):
             return False
         self.authority, self.path = split_target(self.path)
         return True
+
+    def finish(self):
+        """The connection is done with."""
+        self.server.connections.discard(self)
+        super().finish()
 
     def handle_expect_100(self):
         """Wait with the 100 Continue until the body is wanted (read_body): an error found
@@ -1032,11 +1041,14 @@ class UsersServer(ThreadingHTTPServer):
         # a response differs by Accept, and by Origin when only one origin gets CORS headers
         self.vary = "Accept, Origin" if cors not in (None, "*") else "Accept"
         self.openapi = json_bytes(openapi_document(auth=api_key is not None))
+        self.connections, self.stopping = set(), False  # the handlers of open connections
         super().__init__(address, self.handler_class)
 
     def server_close(self):
-        """Stop listening and close the store."""
+        """Stop listening, let requests in flight finish, then close the connections and the
+        store (stop_gracefully is in Appendix B)."""
         super().server_close()
+        stop_gracefully(self)
         self.store.close()
 
     def handle_error(self, request, client_address):
@@ -1310,7 +1322,7 @@ import random  # noqa: E402
 import signal  # noqa: E402
 import sqlite3  # noqa: E402
 import time  # noqa: E402
-from contextlib import contextmanager  # noqa: E402
+import contextlib  # noqa: E402
 from os import environ  # noqa: E402
 
 
@@ -1346,7 +1358,8 @@ class SQLiteStore:
     def __init__(self, path):
         self.path = path
         self.lock = threading.Lock()
-        self.db = sqlite3.connect(path, check_same_thread=False, timeout=1)
+        # timeout: how long to wait for another program's lock; the file is ours, so little
+        self.db = sqlite3.connect(path, check_same_thread=False, timeout=0.2)
         # SQLite's lower() and NOCASE fold ASCII letters only, so q would miss "STRAẞE" for
         # "Straße": Python's casefold() does the folding, as it does for the memory store
         self.db.create_function("casefold", 1, str.casefold, deterministic=True)
@@ -1361,7 +1374,7 @@ class SQLiteStore:
                                                "serves a file at a time") from None
             raise
 
-    @contextmanager
+    @contextlib.contextmanager
     def failures_answered(self):
         """Turn a failing database into an answer a client can act on, and one log line:
         507 when the disk is full, 503 and Retry-After when it is locked or failing. The
@@ -1674,7 +1687,7 @@ def fake_user(user_id):
     return User(user_id, given + middle + family, email, 1)
 
 
-@contextmanager
+@contextlib.contextmanager
 def running(**options):
     """Serve on a free port in a thread for as long as the with block lasts, for other
     projects' test suites: `with running(fake_users=3) as base_url:`. It takes
@@ -1818,6 +1831,22 @@ def parse_arguments(argv):
     return parser.parse_args(argv)
 
 
+STOP_GRACE = 5  # seconds that the requests in flight get to finish when the server stops
+
+
+def stop_gracefully(server):
+    """Close each connection once it is idle, waiting at most STOP_GRACE seconds for those
+    with a request in flight, so that no write is left without its answer (RFC 9112 §9.6)."""
+    server.stopping = True
+    deadline = time.monotonic() + STOP_GRACE
+    while server.connections and time.monotonic() < deadline:
+        for handler in list(server.connections):
+            if handler.idle:
+                with contextlib.suppress(OSError):  # it may have closed meanwhile
+                    handler.connection.shutdown(socket.SHUT_RDWR)
+        time.sleep(0.01)
+
+
 def stop(signum, frame):
     """SIGTERM stops the server as Ctrl-C does."""
     raise KeyboardInterrupt
@@ -1848,6 +1877,8 @@ def main(argv=None):
     except KeyboardInterrupt:
         pass
     finally:
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, signal.SIG_IGN)  # a second Ctrl-C does not cut the stop short
         server.server_close()
     return 0
 
