@@ -1847,11 +1847,6 @@ def stop_gracefully(server):
         time.sleep(0.01)
 
 
-def stop(signum, frame):
-    """SIGTERM stops the server as Ctrl-C does."""
-    raise KeyboardInterrupt
-
-
 def main(argv=None):
     """Run the service until Ctrl-C or SIGTERM; return the exit status."""
     options = parse_arguments(argv)
@@ -1869,17 +1864,18 @@ def main(argv=None):
             options.host, options.port)
         print("rest_users: cannot start on %s: %s" % (where, error), file=sys.stderr)
         return 1
-    signal.signal(signal.SIGTERM, stop)
     print("Serving users API on http://%s:%d/users (press Ctrl-C to stop)"
           % (options.host, server.server_address[1]), flush=True)
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(signum, signal.SIG_IGN)  # a second Ctrl-C does not cut the stop short
-        server.server_close()
+    # Ctrl-C or SIGTERM asks for a stop, which the main thread makes once serve_forever has
+    # returned: an exception raised inside it could close a connection under its handler
+    stop_asked = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda signum, frame: stop_asked.set())
+    threading.Thread(target=server.serve_forever).start()
+    while not stop_asked.wait(1):
+        pass  # in steps of a second: Windows runs a signal handler only between them
+    server.shutdown()
+    server.server_close()
     return 0
 
 
