@@ -19,12 +19,12 @@ How a request travels through this file:
 
  1. UsersServer (a ThreadingHTTPServer) accepts a connection and gives it a thread with a
     UsersHandler.
- 2. http.server reads the request line and the header fields; UsersHandler.parse_request
-    refuses what it lets through but RFC 9112 does not, and then http.server calls do_GET,
-    do_POST, ... which are all handle_api_request.
- 3. route_request checks the request in a fixed order: the API key (check_api_key),
-    the path against the route table ROUTES (find_route), the method, and the format the
-    client accepts (negotiate).
+ 2. handle_one_request waits for a request; http.server reads its request line and header
+    fields (parse_request, made strict in Appendix B), then calls do_GET, do_POST, ...
+    which are all handle_api_request.
+ 3. route_request checks the request in a fixed order: the Host, the API key and
+    --fail-rate (refuse_early), the path against the route table ROUTES (find_route), the
+    method, and the format the client accepts (negotiate).
  4. The route's method does the work: create_user, for one, reads the body
     (read_user_body), checks it (validate_user) and asks the store to add the user
     (MemoryStore or SQLiteStore, which look the same from here).
@@ -33,8 +33,9 @@ How a request travels through this file:
     answers it as an RFC 9457 problem, in one place.
 
 Everything after the banner "Appendices: you can stop reading here" is optional reading:
-the speed-ups (measured), the SQLite store and the other options, the explorer page a
-browser gets at /, and the OpenAPI document.
+the speed-ups (measured), the edge (strict parsing, the Host check, the graceful stop), the
+SQLite store and the other options, the explorer page a browser gets at /, and the OpenAPI
+document.
 
 Use it to learn, to test and as a fake API. http.server is not a hardened server: put a
 real web server in front of it before the internet.
@@ -53,9 +54,6 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qsl, urlencode, urlsplit
 from xml.parsers import expat
-
-__all__ = ["make_server", "running", "main", "MemoryStore", "SQLiteStore", "User", "ApiError",
-           "UsersHandler", "FastUsersHandler"]
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
@@ -137,10 +135,6 @@ def find_route(path):
 
 # -- The handler: one request after another on one connection ------------------------------
 
-HTTP_VERSION = re.compile(r"HTTP/[0-9]\.[0-9]")  # RFC 9112 §2.3
-HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # a token (RFC 9110 §5.1)
-
-
 class UsersHandler(BaseHTTPRequestHandler):
     """Answers the requests of one connection, one after another; the server's settings
     (store, key, ...) are attributes of self.server."""
@@ -148,75 +142,6 @@ class UsersHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # persistent connections
     server_version = "rest_users/1.0"
     idle = True  # no request under way: a graceful stop may close the connection
-
-    def setup(self):
-        """Set the idle timeout, send each write at once, and let the server see the connection."""
-        self.timeout = self.server.idle_timeout
-        super().setup()
-        self.server.connections.add(self)  # a graceful stop closes it when it is idle
-        # respond() writes each response at once, so Nagle's algorithm only adds delay:
-        # a second packet would wait for the client's delayed ACK, about 40 ms.
-        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-    def handle_one_request(self):
-        """Wait for the next request and answer it. This replaces http.server's version so
-        that an idle connection is closed without a word when the timeout comes, while a
-        request that stops arriving midway gets a 408 (RFC 9110 §15.5.9)."""
-        self.headers, self.command, self.requestline = None, None, ""  # nothing of the last
-        self.body_read = self.expects_continue = False                  # request is reused
-        self.close_connection, self.idle = True, True
-        try:
-            if not self.rfile.peek(1):
-                return  # the client closed the connection
-        except socket.timeout:
-            return  # idle: nobody waits for an answer
-        self.idle = False  # a request has begun: a graceful stop lets it finish
-        if self.server.stopping:
-            return  # the stop began first: this request is not served, and nothing changes
-        try:
-            self.raw_requestline = self.rfile.readline(65537)
-            if len(self.raw_requestline) > 65536:
-                self.send_error(HTTPStatus.REQUEST_URI_TOO_LONG)
-            elif self.parse_request():
-                getattr(self, "do_" + self.command, self.refuse_method)()
-        except socket.timeout:
-            self.close_connection = True
-            self.send_problem(ApiError(HTTPStatus.REQUEST_TIMEOUT, "The request stopped arriving:"
-                                       " nothing came for %s seconds." % self.timeout))
-
-    def parse_request(self):
-        """Let http.server read the request line and headers, then refuse what it lets
-        through: HTTP/0.9, odd versions, malformed or folded header lines (RFC 9112 §5)."""
-        if not super().parse_request():
-            return False
-        return self.accept_head(request_line_error(self.requestline.split())
-                                or header_error(self.headers))
-
-    def accept_head(self, error):
-        """Send the error found in the request's head, if any, else keep the target's parts:
-        an absolute-form target (RFC 9112 §3.2.2) names the host in place of Host."""
-        error = error or host_error(self.request_version, self.headers)
-        if error:
-            self.close_connection = True
-            self.send_problem(error)
-            return False
-        self.authority, self.path = split_target(self.path)
-        return True
-
-    def finish(self):
-        """The connection is done with."""
-        self.server.connections.discard(self)
-        super().finish()
-
-    def handle_expect_100(self):
-        """Wait with the 100 Continue until the body is wanted (read_body): an error found
-        before then is the answer, and the body is never sent (RFC 9110 §10.1.1)."""
-        self.expects_continue = True
-        return True
-
-    def refuse_method(self):
-        """501 for a method this service does not implement at all."""
-        self.send_error(HTTPStatus.NOT_IMPLEMENTED)
 
     def handle_api_request(self):
         """Answer the request; any error becomes a problem response here, in one place."""
@@ -259,12 +184,12 @@ class UsersHandler(BaseHTTPRequestHandler):
         self.respond(HTTPStatus.OK, render_index(self.format), self.format.content_type)
 
     def get_explorer(self):
-        """GET / from a browser: the explorer page (Appendix C), allowed to run only its own code."""
+        """GET / from a browser: the explorer page (Appendix D), allowed to run only its own code."""
         self.respond(HTTPStatus.OK, EXPLORER_BODY, "text/html; charset=utf-8",
                      EXPLORER_HEADERS)
 
     def get_openapi(self):
-        """GET /openapi.json: the OpenAPI description of this service (Appendix D)."""
+        """GET /openapi.json: the OpenAPI description of this service (Appendix E)."""
         self.respond(HTTPStatus.OK, self.server.openapi, "application/json")
 
     def list_users(self):
@@ -437,7 +362,7 @@ class UsersHandler(BaseHTTPRequestHandler):
             head.append("Connection: close")
         head.append("\r\n")
         self.log_request(status, len(body))  # before the client can see the answer
-        wait_for_delay(self)  # --delay (Appendix B): a write is done, its answer waits
+        wait_for_delay(self)  # --delay (Appendix C): a write is done, its answer waits
         self.wfile.write("\r\n".join(head).encode("latin-1")
                          + (b"" if self.command == "HEAD" else body))
 
@@ -457,57 +382,81 @@ class UsersHandler(BaseHTTPRequestHandler):
         else:
             self.close_connection = True
 
+    # -- the connection: reading each request, timeouts, stopping --------------------------
+
+    def setup(self):
+        """Set the idle timeout, send each write at once, and let the server see the connection."""
+        self.timeout = self.server.idle_timeout
+        super().setup()
+        self.server.connections.add(self)  # a graceful stop closes it when it is idle
+        # respond() writes each response at once, so Nagle's algorithm only adds delay:
+        # a second packet would wait for the client's delayed ACK, about 40 ms.
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def handle_one_request(self):
+        """Wait for the next request and answer it. This replaces http.server's version so
+        that an idle connection is closed without a word when the timeout comes, while a
+        request that stops arriving midway gets a 408 (RFC 9110 §15.5.9)."""
+        self.headers, self.command, self.requestline = None, None, ""  # nothing of the last
+        self.body_read = self.expects_continue = False                  # request is reused
+        self.close_connection, self.idle = True, True
+        try:
+            if not self.rfile.peek(1):
+                return  # the client closed the connection
+        except socket.timeout:
+            return  # idle: nobody waits for an answer
+        self.idle = False  # a request has begun: a graceful stop lets it finish
+        if self.server.stopping:
+            return  # the stop began first: this request is not served, and nothing changes
+        try:
+            self.raw_requestline = self.rfile.readline(65537)
+            if len(self.raw_requestline) > 65536:
+                self.send_error(HTTPStatus.REQUEST_URI_TOO_LONG)
+            elif self.parse_request():
+                getattr(self, "do_" + self.command, self.refuse_method)()
+        except socket.timeout:
+            self.close_connection = True
+            self.send_problem(ApiError(HTTPStatus.REQUEST_TIMEOUT, "The request stopped arriving:"
+                                       " nothing came for %s seconds." % self.timeout))
+
+    def parse_request(self):
+        """Let http.server read the request line and headers, then refuse what it lets
+        through: HTTP/0.9, odd versions, malformed or folded header lines (RFC 9112 §5)."""
+        if not super().parse_request():
+            return False
+        return self.accept_head(request_line_error(self.requestline.split())
+                                or header_error(self.headers))
+
+    def accept_head(self, error):
+        """Send the error found in the request's head, if any, else keep the target's parts:
+        an absolute-form target (RFC 9112 §3.2.2) names the host in place of Host."""
+        error = error or host_error(self.request_version, self.headers)
+        if error:
+            self.close_connection = True
+            self.send_problem(error)
+            return False
+        self.authority, self.path = split_target(self.path)
+        return True
+
+    def finish(self):
+        """The connection is done with."""
+        self.server.connections.discard(self)
+        super().finish()
+
+    def handle_expect_100(self):
+        """Wait with the 100 Continue until the body is wanted (read_body): an error found
+        before then is the answer, and the body is never sent (RFC 9110 §10.1.1)."""
+        self.expects_continue = True
+        return True
+
+    def refuse_method(self):
+        """501 for a method this service does not implement at all."""
+        self.send_error(HTTPStatus.NOT_IMPLEMENTED)
+
     def log_request(self, code="-", size="-"):
         """One line per request on stderr, unless --quiet."""
         if not self.server.quiet:
             super().log_request(code, size)
-
-
-def request_line_error(words):
-    """The error in a request line's words, or None (RFC 9112 §3): http.server takes two
-    words as HTTP/0.9 and HTTP/1.10 as a version, and both are 400s here."""
-    if len(words) != 3 or not HTTP_VERSION.fullmatch(words[2]):
-        return ApiError(HTTPStatus.BAD_REQUEST, "The request line must be METHOD PATH HTTP/1.1.")
-    if not words[2].startswith("HTTP/1."):
-        return ApiError(HTTPStatus.HTTP_VERSION_NOT_SUPPORTED,
-                        "This server speaks HTTP/1.1 and HTTP/1.0, not %s." % words[2])
-    return None
-
-
-FORBIDDEN_IN_VALUES = re.compile("[\0\r\n]")  # RFC 9110 §5.5: a proxy might split a line there
-
-
-def host_error(version, headers):
-    """The 400 for an HTTP/1.1 request without a Host header, or for any with two (RFC 9112
-    §3.2), or None."""
-    hosts = len(headers.get_all("Host", []))
-    if hosts > 1 or (hosts == 0 and version == "HTTP/1.1"):
-        return ApiError(HTTPStatus.BAD_REQUEST,
-                        "An HTTP/1.1 request needs one Host header (RFC 9112 §3.2).")
-    return None
-
-
-def split_target(target):
-    """A request target as (the authority it names or None, its path and query): a client
-    talking to a proxy sends the whole URL, http://host/users (RFC 9112 §3.2.2)."""
-    scheme, authority, path, query, _ = urlsplit(target)
-    if target.startswith("/") or scheme.lower() not in ("http", "https") or not authority:
-        return None, target
-    return authority, (path or "/") + ("?" + query if query else "")
-
-
-def header_error(headers):
-    """The error in header fields http.server accepted, or None. Its parser takes a line with
-    no colon as a body's start, a folded one as part of a value; RFC 9112 §5 says 400."""
-    # the parser notes a line it could not read as a field; a bare CR ends its header block
-    if headers.defects or headers.get_payload():
-        return ApiError(HTTPStatus.BAD_REQUEST, "A header line is malformed: each must be "
-                                                "Name: value.")
-    for name, value in headers.raw_items():
-        if not HEADER_NAME.fullmatch(name) or FORBIDDEN_IN_VALUES.search(value):
-            return ApiError(HTTPStatus.BAD_REQUEST,
-                            "The header %s is malformed or folded." % printable(name[:100]))
-    return None
 
 
 # -- Users: the model and its validation ---------------------------------------------------
@@ -610,7 +559,7 @@ def validate_user(pairs, *, path_id=None, partial=False):
 
 # -- Storage -----------------------------------------------------------------------------
 # Every store has the same few methods, so the handler need not know which it has (the
-# SQLite one is in Appendix B). update() and delete() take a function that the store calls
+# SQLite one is in Appendix C). update() and delete() take a function that the store calls
 # on the current user while it holds its lock: that is how a precondition (If-Match) and
 # the write it guards become one atomic step.
 
@@ -817,52 +766,10 @@ def read_json_fields(text):
     return document
 
 
-class UserXmlReader:
-    """Collects (field, value) pairs from <user><name>..</name><email>..</email></user> as
-    expat parses. A DOCTYPE is refused the moment it starts, before any entity can be
-    declared or expanded (billion laughs, external entities)."""
-
-    def __init__(self):
-        self.pairs = []
-        self.depth = 0
-        self.text = []
-        self.nested = False
-
-    def start(self, tag, attributes):
-        """An element opens: the root must be <user>; its children are the fields."""
-        self.depth += 1
-        if self.depth == 1 and tag != "user":
-            raise ApiError(HTTPStatus.BAD_REQUEST,
-                           "The XML root element must be <user>, not <%s>." % tag)
-        if self.depth == 2:
-            self.text, self.nested = [], False
-        elif self.depth > 2:
-            self.nested = True
-
-    def end(self, tag):
-        """An element closes: a field's text becomes its value."""
-        if self.depth == 2:
-            value = NestedXmlElement() if self.nested else "".join(self.text)
-            if tag == "id" and isinstance(value, str) and USER_ID.fullmatch(value):
-                value = int(value)  # XML is all text: <id>7</id> spells the integer 7
-            self.pairs.append((tag, value))
-        self.depth -= 1
-
-    def characters(self, data):
-        """Text inside a field (expat may hand it over in several pieces)."""
-        if self.depth == 2:
-            self.text.append(data)
-
-    def refuse_doctype(self, *args):
-        """A DOCTYPE or entity declaration: refused before the parser reads on."""
-        raise ApiError(HTTPStatus.BAD_REQUEST,
-                       "XML with a DOCTYPE or entity declarations is not accepted.")
-
-
 def read_xml_fields(text):
     """Parse a <user> document into (field, value) pairs; malformed XML is a 400."""
     # expat, not xml.etree: on PyPy, xml.etree reads a DOCTYPE's entities before it says so
-    reader = UserXmlReader()
+    reader = UserXmlReader()  # Appendix B: it collects the fields and refuses a DOCTYPE
     parser = expat.ParserCreate(encoding="utf-8")
     parser.StartElementHandler = reader.start
     parser.EndElementHandler = reader.end
@@ -1066,7 +973,7 @@ def make_server(host=DEFAULT_HOST, port=DEFAULT_PORT, *, db=None, api_key=None, 
                 users=None):
     """Return a bound server, not yet serving: call serve_forever(). plain=True leaves out
     Appendix A's speed-ups (the same answers, slower); the options of a fake API, from delay
-    to users, are in Appendix B, with main(), which calls this."""
+    to users, are in Appendix C, with main(), which calls this."""
     fake_api = FakeApi(delay, fail_rate, fake_users, load, users)  # a bad value: ValueError
     server_class = UsersServer if plain else FastUsersServer
     store = SQLiteStore(db) if db else server_class.memory_store_class()
@@ -1084,9 +991,9 @@ def make_server(host=DEFAULT_HOST, port=DEFAULT_PORT, *, db=None, api_key=None, 
 # =======================================================================================
 # Appendices: you can stop reading here
 #
-# The service above is complete. What follows makes it faster (A), adds what the options
-# switch on and the command line (B), and gives it the pages a browser and an OpenAPI tool
-# see (C, D).
+# The service above is complete. What follows makes it faster (A), holds the line where
+# http.server is lenient (B), adds what the options switch on and the command line (C),
+# and gives it the pages a browser and an OpenAPI tool see (D, E).
 # =======================================================================================
 
 
@@ -1311,7 +1218,164 @@ def log_date(second):
 
 
 # ---------------------------------------------------------------------------------------
-# Appendix B: the options (--db, --api-key, --cors, a fake API) and the command line
+# Appendix B: the edge, where http.server leaves the rules to us
+#
+# http.server reads what a client sends as kindly as it can. A server that may sit behind
+# a proxy, or be reached from a browser, must be strict instead (RFC 9112): a request that
+# two programs could read in two ways is refused. Here too are the Host check against DNS
+# rebinding, and the graceful stop.
+# ---------------------------------------------------------------------------------------
+
+HTTP_VERSION = re.compile(r"HTTP/[0-9]\.[0-9]")  # RFC 9112 §2.3
+HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # a token (RFC 9110 §5.1)
+FORBIDDEN_IN_VALUES = re.compile("[\0\r\n]")  # RFC 9110 §5.5: a proxy might split a line there
+
+
+def request_line_error(words):
+    """The error in a request line's words, or None (RFC 9112 §3): http.server takes two
+    words as HTTP/0.9 and HTTP/1.10 as a version, and both are 400s here."""
+    if len(words) != 3 or not HTTP_VERSION.fullmatch(words[2]):
+        return ApiError(HTTPStatus.BAD_REQUEST, "The request line must be METHOD PATH HTTP/1.1.")
+    if not words[2].startswith("HTTP/1."):
+        return ApiError(HTTPStatus.HTTP_VERSION_NOT_SUPPORTED,
+                        "This server speaks HTTP/1.1 and HTTP/1.0, not %s." % words[2])
+    return None
+
+
+def host_error(version, headers):
+    """The 400 for an HTTP/1.1 request without a Host header, or for any with two (RFC 9112
+    §3.2), or None."""
+    hosts = len(headers.get_all("Host", []))
+    if hosts > 1 or (hosts == 0 and version == "HTTP/1.1"):
+        return ApiError(HTTPStatus.BAD_REQUEST,
+                        "An HTTP/1.1 request needs one Host header (RFC 9112 §3.2).")
+    return None
+
+
+def split_target(target):
+    """A request target as (the authority it names or None, its path and query): a client
+    talking to a proxy sends the whole URL, http://host/users (RFC 9112 §3.2.2)."""
+    scheme, authority, path, query, _ = urlsplit(target)
+    if target.startswith("/") or scheme.lower() not in ("http", "https") or not authority:
+        return None, target
+    return authority, (path or "/") + ("?" + query if query else "")
+
+
+def header_error(headers):
+    """The error in header fields http.server accepted, or None. Its parser takes a line with
+    no colon as a body's start, a folded one as part of a value; RFC 9112 §5 says 400."""
+    # the parser notes a line it could not read as a field; a bare CR ends its header block
+    if headers.defects or headers.get_payload():
+        return ApiError(HTTPStatus.BAD_REQUEST, "A header line is malformed: each must be "
+                                                "Name: value.")
+    for name, value in headers.raw_items():
+        if not HEADER_NAME.fullmatch(name) or FORBIDDEN_IN_VALUES.search(value):
+            return ApiError(HTTPStatus.BAD_REQUEST,
+                            "The header %s is malformed or folded." % printable(name[:100]))
+    return None
+
+
+# -- XML bodies: the fields of a <user>, and no DOCTYPE --------------------------------
+
+class UserXmlReader:
+    """Collects (field, value) pairs from <user><name>..</name><email>..</email></user> as
+    expat parses. A DOCTYPE is refused the moment it starts, before any entity can be
+    declared or expanded (billion laughs, external entities)."""
+
+    def __init__(self):
+        self.pairs = []
+        self.depth = 0
+        self.text = []
+        self.nested = False
+
+    def start(self, tag, attributes):
+        """An element opens: the root must be <user>; its children are the fields."""
+        self.depth += 1
+        if self.depth == 1 and tag != "user":
+            raise ApiError(HTTPStatus.BAD_REQUEST,
+                           "The XML root element must be <user>, not <%s>." % tag)
+        if self.depth == 2:
+            self.text, self.nested = [], False
+        elif self.depth > 2:
+            self.nested = True
+
+    def end(self, tag):
+        """An element closes: a field's text becomes its value."""
+        if self.depth == 2:
+            value = NestedXmlElement() if self.nested else "".join(self.text)
+            if tag == "id" and isinstance(value, str) and USER_ID.fullmatch(value):
+                value = int(value)  # XML is all text: <id>7</id> spells the integer 7
+            self.pairs.append((tag, value))
+        self.depth -= 1
+
+    def characters(self, data):
+        """Text inside a field (expat may hand it over in several pieces)."""
+        if self.depth == 2:
+            self.text.append(data)
+
+    def refuse_doctype(self, *args):
+        """A DOCTYPE or entity declaration: refused before the parser reads on."""
+        raise ApiError(HTTPStatus.BAD_REQUEST,
+                       "XML with a DOCTYPE or entity declarations is not accepted.")
+
+
+# -- The Host check, against DNS rebinding -------------------------------------------------
+
+def allowed_hosts(names):
+    """The host names --allow-host adds to the local ones, in lower case; None for '*'."""
+    return None if "*" in names else {name.lower() for name in names}
+
+
+def check_host(allowed, host):
+    """Serve only a Host this server answers for: an IP address, localhost, a name under
+    .localhost, or one given with --allow-host. Else a page whose name a hostile DNS made
+    resolve to 127.0.0.1 could read and change the users from a browser (DNS rebinding)."""
+    if allowed is None or host is None:  # --allow-host '*', or HTTP/1.0 without Host
+        return
+    name = host.rpartition(":")[0] if HOST_PORT.search(host) else host
+    if name.startswith("[") and name.endswith("]"):
+        name = name[1:-1]  # an IPv6 literal: [::1]
+    name = name.lower()
+    if name == "localhost" or name.endswith(".localhost") or name in allowed or is_ip(name):
+        return
+    shown, suggested = (name, name) if HOST_NAME.fullmatch(name) else (repr(name), "NAME")
+    raise ApiError(HTTPStatus.MISDIRECTED_REQUEST,
+                   "This server answers for localhost and IP addresses only, not for %s; start "
+                   "it with --allow-host %s to answer for that name (a guard against DNS "
+                   "rebinding)." % (shown, suggested))
+
+
+HOST_PORT = re.compile(r":[0-9]*$")
+HOST_NAME = re.compile(r"[a-z0-9.-]+")
+
+
+def is_ip(name):
+    """Whether a name is an IPv4 or IPv6 address."""
+    try:
+        ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    return True
+
+
+STOP_GRACE = 5  # seconds that the requests in flight get to finish when the server stops
+
+
+def stop_gracefully(server):
+    """Close each connection once it is idle, waiting at most STOP_GRACE seconds for those
+    with a request in flight, so that no write is left without its answer (RFC 9112 §9.6)."""
+    server.stopping = True
+    deadline = time.monotonic() + STOP_GRACE
+    while server.connections and time.monotonic() < deadline:
+        for handler in list(server.connections):
+            if handler.idle:
+                with contextlib.suppress(OSError):  # it may have closed meanwhile
+                    handler.connection.shutdown(socket.SHUT_RDWR)
+        time.sleep(0.01)
+
+
+# ---------------------------------------------------------------------------------------
+# Appendix C: the options (--db, --api-key, --cors, a fake API) and the command line
 # ---------------------------------------------------------------------------------------
 
 import argparse  # noqa: E402 (each appendix imports what it alone uses)
@@ -1482,43 +1546,6 @@ def refuse_early(handler):
     check_host(handler.server.allowed_hosts, handler.authority or handler.headers.get("Host"))
     check_api_key(handler.server.api_key, handler.command, path, handler.headers)
     fail_on_demand(handler.server.fake_api.fail_rate, handler.command, path)
-
-
-def allowed_hosts(names):
-    """The host names --allow-host adds to the local ones, in lower case; None for '*'."""
-    return None if "*" in names else {name.lower() for name in names}
-
-
-def check_host(allowed, host):
-    """Serve only a Host this server answers for: an IP address, localhost, a name under
-    .localhost, or one given with --allow-host. Else a page whose name a hostile DNS made
-    resolve to 127.0.0.1 could read and change the users from a browser (DNS rebinding)."""
-    if allowed is None or host is None:  # --allow-host '*', or HTTP/1.0 without Host
-        return
-    name = host.rpartition(":")[0] if HOST_PORT.search(host) else host
-    if name.startswith("[") and name.endswith("]"):
-        name = name[1:-1]  # an IPv6 literal: [::1]
-    name = name.lower()
-    if name == "localhost" or name.endswith(".localhost") or name in allowed or is_ip(name):
-        return
-    shown, suggested = (name, name) if HOST_NAME.fullmatch(name) else (repr(name), "NAME")
-    raise ApiError(HTTPStatus.MISDIRECTED_REQUEST,
-                   "This server answers for localhost and IP addresses only, not for %s; start "
-                   "it with --allow-host %s to answer for that name (a guard against DNS "
-                   "rebinding)." % (shown, suggested))
-
-
-HOST_PORT = re.compile(r":[0-9]*$")
-HOST_NAME = re.compile(r"[a-z0-9.-]+")
-
-
-def is_ip(name):
-    """Whether a name is an IPv4 or IPv6 address."""
-    try:
-        ipaddress.ip_address(name)
-    except ValueError:
-        return False
-    return True
 
 
 def under_users(path):
@@ -1831,22 +1858,6 @@ def parse_arguments(argv):
     return parser.parse_args(argv)
 
 
-STOP_GRACE = 5  # seconds that the requests in flight get to finish when the server stops
-
-
-def stop_gracefully(server):
-    """Close each connection once it is idle, waiting at most STOP_GRACE seconds for those
-    with a request in flight, so that no write is left without its answer (RFC 9112 §9.6)."""
-    server.stopping = True
-    deadline = time.monotonic() + STOP_GRACE
-    while server.connections and time.monotonic() < deadline:
-        for handler in list(server.connections):
-            if handler.idle:
-                with contextlib.suppress(OSError):  # it may have closed meanwhile
-                    handler.connection.shutdown(socket.SHUT_RDWR)
-        time.sleep(0.01)
-
-
 def main(argv=None):
     """Run the service until Ctrl-C or SIGTERM; return the exit status."""
     options = parse_arguments(argv)
@@ -1880,7 +1891,7 @@ def main(argv=None):
 
 
 # ---------------------------------------------------------------------------------------
-# Appendix C: the explorer, the page a browser gets at GET /
+# Appendix D: the explorer, the page a browser gets at GET /
 #
 # One page, built in: no file, script, style, font or image from anywhere else, so it
 # works offline and from a copied file. Its Content-Security-Policy lets only this script
@@ -2205,7 +2216,7 @@ EXPLORER_HEADERS = [("Content-Security-Policy", EXPLORER_CSP), ("X-Content-Type-
 
 
 # ---------------------------------------------------------------------------------------
-# Appendix D: the API description, an OpenAPI 3.1 document built from plain dicts
+# Appendix E: the API description, an OpenAPI 3.1 document built from plain dicts
 # ---------------------------------------------------------------------------------------
 
 def json_schema_ref(name):
