@@ -77,10 +77,8 @@ class ApiError(Exception):
 
     def __init__(self, status, detail, *, errors=(), headers=()):
         super().__init__(detail)
-        self.status = HTTPStatus(status)
-        self.detail = detail
-        self.errors = list(errors)
-        self.headers = list(headers)
+        self.status, self.detail = HTTPStatus(status), detail
+        self.errors, self.headers = list(errors), list(headers)
 
 
 class UserNotFound(ApiError):
@@ -184,7 +182,7 @@ class UsersHandler(BaseHTTPRequestHandler):
         self.respond(HTTPStatus.OK, render_index(self.format), self.format.content_type)
 
     def get_explorer(self):
-        """GET / from a browser: the explorer page (Appendix D), allowed to run only its own code."""
+        """GET / from a browser: the explorer page (Appendix D), which runs only its own code."""
         self.respond(HTTPStatus.OK, EXPLORER_BODY, "text/html; charset=utf-8",
                      EXPLORER_HEADERS)
 
@@ -202,7 +200,7 @@ class UsersHandler(BaseHTTPRequestHandler):
     def create_user(self):
         """POST /users: 201 with the new user and its Location."""
         fields = validate_user(self.read_user_body())
-        user = self.server.store.create(fields["name"], fields["email"])
+        user = self.server.store.create(fields["name"], fields["email"], self.refuse_success)
         self.send_user(HTTPStatus.CREATED, user, [("Location", "/users/%d" % user.id)])
 
     def get_user(self, user_id):
@@ -230,11 +228,12 @@ class UsersHandler(BaseHTTPRequestHandler):
             self.check_if_match(current)
             return validate_user(pairs, path_id=user_id, partial=partial)
 
-        self.send_user(HTTPStatus.OK, self.server.store.update(user_id, change))
+        user = self.server.store.update(user_id, change, self.refuse_success)
+        self.send_user(HTTPStatus.OK, user)
 
     def delete_user(self, user_id):
         """DELETE /users/{id}: 204 No Content."""
-        self.server.store.delete(user_id, self.check_if_match)
+        self.server.store.delete(user_id, self.check_if_match, self.refuse_success)
         self.respond(HTTPStatus.NO_CONTENT)
 
     def answer_options(self, found):
@@ -246,13 +245,24 @@ class UsersHandler(BaseHTTPRequestHandler):
     # -- checks ----------------------------------------------------------------------------
 
     def negotiate(self):
-        """The response format the Accept header asks for; 406 when it takes neither."""
-        fmt = choose_format(self.headers.get("Accept", ""))
-        if fmt is None:
+        """The response format the Accept header asks for; 406 when it takes neither. A
+        client that takes only problem details (RFC 9457 §3) is served its errors."""
+        accept = self.headers.get("Accept", "")
+        fmt = choose_format(accept)
+        self.problem_only = fmt is None and problem_format(accept) is not None
+        if fmt is None and not self.problem_only:
             raise ApiError(HTTPStatus.NOT_ACCEPTABLE,
                            "This service answers in application/json, application/xml or "
                            "text/xml, and the Accept header takes none of them.")
-        return fmt
+        return fmt or problem_format(accept)
+
+    def refuse_success(self):
+        """406 for a problem-only client whose request would succeed: the stores call this
+        just before they write, so nothing changes."""
+        if self.problem_only:
+            raise ApiError(HTTPStatus.NOT_ACCEPTABLE, "This client takes only problem details "
+                           "(application/problem+json or application/problem+xml), and the "
+                           "request would have succeeded; nothing was changed.")
 
     def read_body(self):
         """Read the body framed by Content-Length. After a framing error the rest of the
@@ -328,8 +338,8 @@ class UsersHandler(BaseHTTPRequestHandler):
 
     def send_problem(self, error):
         """Send an ApiError as problem details, in XML when the client prefers XML."""
-        fmt = choose_format(self.headers.get("Accept", "")) if self.headers is not None else None
-        fmt = fmt or JSON
+        accept = self.headers.get("Accept", "") if self.headers is not None else ""
+        fmt = choose_format(accept) or problem_format(accept) or JSON
         self.respond(error.status, render_problem(error, fmt), fmt.problem_type, error.headers)
 
     def send_error(self, code, message=None, explain=None):
@@ -346,12 +356,12 @@ class UsersHandler(BaseHTTPRequestHandler):
     def respond(self, status, body=b"", content_type=None, headers=()):
         """Send a whole response, head and body (none for HEAD), in a single write: with
         http.server's send_response, the body would follow the head in a second packet."""
+        if status < 400:
+            self.refuse_success()  # a read: nothing has changed
         if not self.body_read and not self.close_connection:
             self.discard_body()
-        head = ["HTTP/1.1 %d %s" % (status, status.phrase),
-                "Date: " + self.date_time_string(),
-                "Server: " + self.server_version,
-                "Vary: " + self.server.vary]
+        head = ["HTTP/1.1 %d %s" % (status, status.phrase), "Date: " + self.date_time_string(),
+                "Server: " + self.server_version, "Vary: " + self.server.vary]
         headers = list(headers) + cors_headers(self.server.cors, self.headers)
         head += ["%s: %s" % field for field in headers]
         if content_type:
@@ -368,13 +378,11 @@ class UsersHandler(BaseHTTPRequestHandler):
 
     def discard_body(self):
         """Read and drop a body nobody read, so the next request starts where it should."""
-        if self.expects_continue:
-            self.close_connection = True  # the client may or may not send it: never read it
-            return
         if self.headers.get("Content-Length") is None and "Transfer-Encoding" not in self.headers:
             return
-        try:
-            length = self.content_length() if "Transfer-Encoding" not in self.headers else -1
+        try:  # a client waiting for 100 Continue may or may not send its body: never read it
+            length = (-1 if "Transfer-Encoding" in self.headers or self.expects_continue
+                      else self.content_length())
         except ApiError:
             length = -1
         if 0 <= length <= self.server.max_body:
@@ -398,7 +406,7 @@ class UsersHandler(BaseHTTPRequestHandler):
         that an idle connection is closed without a word when the timeout comes, while a
         request that stops arriving midway gets a 408 (RFC 9110 §15.5.9)."""
         self.headers, self.command, self.requestline = None, None, ""  # nothing of the last
-        self.body_read = self.expects_continue = False                  # request is reused
+        self.body_read = self.expects_continue = self.problem_only = False  # request is reused
         self.close_connection, self.idle = True, True
         try:
             if not self.rfile.peek(1):
@@ -561,7 +569,8 @@ def validate_user(pairs, *, path_id=None, partial=False):
 # Every store has the same few methods, so the handler need not know which it has (the
 # SQLite one is in Appendix C). update() and delete() take a function that the store calls
 # on the current user while it holds its lock: that is how a precondition (If-Match) and
-# the write it guards become one atomic step.
+# the write it guards become one atomic step. Each write calls confirm() after its checks,
+# just before it writes: a client that takes only errors is refused there (a 406).
 
 ListQuery = namedtuple("ListQuery", "limit offset sort name email q", defaults=[None])
 """What GET /users asks for: a page (limit, offset), an order ("-name"), filters or None."""
@@ -591,17 +600,18 @@ class MemoryStore:
         matches.sort(key=lambda user: getattr(user, field), reverse=query.sort.startswith("-"))
         return len(matches), matches[query.offset:query.offset + query.limit]
 
-    def create(self, name, email):
-        """Add a user and return it; 409 if its email is taken."""
+    def create(self, name, email, confirm=lambda: None):
+        """Add a user and return it; 409 if its email is taken. confirm() may still refuse."""
         with self.lock:
             self.check_email_is_free(email)
+            confirm()
             self.last_id += 1
             user = User(self.last_id, name, email, 1)
             self.users[user.id] = user
             self.ids_by_email[email_key(email)] = user.id
             return user
 
-    def update(self, user_id, change):
+    def update(self, user_id, change, confirm=lambda: None):
         """Apply change(current user) -> {field: value} and return the updated user."""
         with self.lock:
             current = self.users.get(user_id)
@@ -610,18 +620,20 @@ class MemoryStore:
             user = current._replace(version=current.version + 1, **change(current))
             if email_key(user.email) != email_key(current.email):
                 self.check_email_is_free(user.email)
-                del self.ids_by_email[email_key(current.email)]
-                self.ids_by_email[email_key(user.email)] = user_id
+            confirm()
+            del self.ids_by_email[email_key(current.email)]
+            self.ids_by_email[email_key(user.email)] = user_id
             self.users[user_id] = user
             return user
 
-    def delete(self, user_id, check):
+    def delete(self, user_id, check, confirm=lambda: None):
         """Delete the user after check(current user) has passed."""
         with self.lock:
             current = self.users.get(user_id)
             if current is None:
                 raise UserNotFound(user_id)
             check(current)
+            confirm()
             del self.users[user_id]
             del self.ids_by_email[email_key(current.email)]
 
@@ -657,7 +669,6 @@ Format = namedtuple("Format", "name content_type problem_type")
 JSON = Format("json", "application/json; charset=utf-8", "application/problem+json")
 XML = Format("xml", "application/xml; charset=utf-8", "application/problem+xml")
 TEXT_XML = Format("xml", "text/xml; charset=utf-8", "application/problem+xml")
-
 
 JSON_ENCODER = json.JSONEncoder(ensure_ascii=False)  # json.dumps would make one per call
 
@@ -836,10 +847,8 @@ def quality(media_type, ranges):
 
 
 def choose_format(accept):
-    """The Format the Accept header prefers (JSON on a tie), or None when it takes neither.
-
-    XML is labelled text/xml only when the client ranks text/xml above application/xml.
-    """
+    """The Format the Accept header prefers (JSON on a tie), or None when it takes neither;
+    XML is labelled text/xml only when the client ranks text/xml above application/xml."""
     if not accept or not accept.strip():
         return JSON
     ranges = parse_accept(accept)
@@ -853,14 +862,19 @@ def choose_format(accept):
     return xml if xml_q > 0 else None
 
 
+def problem_format(accept):
+    """The Format of the problem type a client takes when it takes only problem details."""
+    ranges = parse_accept(accept)
+    json_q, xml_q = (quality("application/problem+" + name, ranges) for name in ("json", "xml"))
+    return None if max(json_q, xml_q) <= 0 else JSON if json_q >= xml_q else XML
+
+
 ENTITY_TAG = re.compile(r'(W/)?("[^"]*")')
 
 
 def etag_matches(header, tag, *, weak):
-    """Whether an If-Match or If-None-Match header names the tag (RFC 9110 §13.1.1-2).
-
-    The weak comparison (If-None-Match) ignores a W/ prefix; the strong one never matches it.
-    """
+    """Whether an If-Match or If-None-Match header names the tag (RFC 9110 §13.1.1-2). The
+    weak comparison (If-None-Match) ignores a W/ prefix; the strong one never matches it."""
     if header.strip() == "*":
         return True
     return any(opaque == tag and (weak or not weak_prefix)
@@ -937,14 +951,9 @@ class UsersServer(ThreadingHTTPServer):
 
     def __init__(self, address, store, *, api_key, cors, max_body, quiet, timeout, allow_host,
                  fake_api):
-        self.store = store
+        self.store, self.max_body, self.idle_timeout, self.quiet = store, max_body, timeout, quiet
+        self.api_key, self.cors, self.fake_api = api_key, cors, fake_api  # the options
         self.allowed_hosts = allowed_hosts(allow_host)
-        self.api_key = api_key
-        self.fake_api = fake_api
-        self.cors = cors
-        self.max_body = max_body
-        self.quiet = quiet
-        self.idle_timeout = timeout
         # a response differs by Accept, and by Origin when only one origin gets CORS headers
         self.vary = "Accept, Origin" if cors not in (None, "*") else "Accept"
         self.openapi = json_bytes(openapi_document(auth=api_key is not None))
@@ -972,8 +981,7 @@ def make_server(host=DEFAULT_HOST, port=DEFAULT_PORT, *, db=None, api_key=None, 
                 allow_host=(), plain=False, delay=0, fail_rate=0.0, fake_users=0, load=None,
                 users=None):
     """Return a bound server, not yet serving: call serve_forever(). plain=True leaves out
-    Appendix A's speed-ups (the same answers, slower); the options of a fake API, from delay
-    to users, are in Appendix C, with main(), which calls this."""
+    Appendix A's speed-ups; Appendix C has the fake API's options (delay to users) and main()."""
     fake_api = FakeApi(delay, fail_rate, fake_users, load, users)  # a bad value: ValueError
     server_class = UsersServer if plain else FastUsersServer
     store = SQLiteStore(db) if db else server_class.memory_store_class()
@@ -1488,8 +1496,8 @@ class SQLiteStore:
                 % (where, order), arguments + [query.limit, query.offset]).fetchall()
         return total, [User(*row) for row in rows]
 
-    def create(self, name, email):
-        """Insert a user and return it; 409 if its email is taken."""
+    def create(self, name, email, confirm=lambda: None):
+        """Insert a user and return it; 409 if its email is taken. confirm() may still refuse."""
         with self.lock, self.failures_answered():
             with self.db:  # commits, or rolls back on an exception
                 try:
@@ -1497,10 +1505,11 @@ class SQLiteStore:
                                              (name, email))
                 except sqlite3.IntegrityError:
                     raise EmailTaken(email) from None
+                confirm()
             self.count += 1
             return User(cursor.lastrowid, name, email, 1)
 
-    def update(self, user_id, change):
+    def update(self, user_id, change, confirm=lambda: None):
         """Apply change(current user) -> {field: value} and return the updated user."""
         with self.lock, self.failures_answered():
             with self.db:
@@ -1513,9 +1522,10 @@ class SQLiteStore:
                                     "WHERE id = ?", (user.name, user.email, user.version, user_id))
                 except sqlite3.IntegrityError:
                     raise EmailTaken(user.email) from None
+                confirm()
             return user
 
-    def delete(self, user_id, check):
+    def delete(self, user_id, check, confirm=lambda: None):
         """Delete the user after check(current user) has passed."""
         with self.lock, self.failures_answered():
             with self.db:
@@ -1523,6 +1533,7 @@ class SQLiteStore:
                 if current is None:
                     raise UserNotFound(user_id)
                 check(current)
+                confirm()
                 self.db.execute("DELETE FROM users WHERE id = ?", (user_id,))
             self.count -= 1
 

@@ -496,6 +496,60 @@ def test_nothing_acceptable_is_406_in_problem_json(server, accept):
     assert reply.headers["Vary"] == "Accept"
 
 
+ONLY_PROBLEMS = {"Accept": "application/problem+json"}
+NO_SUCCESS = ("This client takes only problem details (application/problem+json or "
+              "application/problem+xml), and the request would have succeeded; nothing was "
+              "changed.")
+
+
+@plain_too
+@pytest.mark.parametrize("method, path", [("GET", "/users"), ("GET", "/"), ("HEAD", "/users"),
+                                          ("POST", "/users"), ("PUT", "/users/{id}"),
+                                          ("PATCH", "/users/{id}"), ("DELETE", "/users/{id}"),
+                                          ("GET", "/users/{id}")])
+def test_a_problem_only_client_gets_406_for_what_would_succeed_and_nothing_changes(
+        server, method, path):
+    user = create(server)
+    path = path.format(id=user["id"])
+    body = {"name": "B", "email": new_email()} if method in ("POST", "PUT", "PATCH") else None
+    before = call(server, "GET", "/users?limit=1000").body
+    reply = call(server, method, path, body, ONLY_PROBLEMS)
+    assert reply.status == 406
+    assert reply.headers["Content-Type"] == PROBLEM_JSON
+    if method != "HEAD":
+        assert reply.json() == {"type": "about:blank", "title": "Not Acceptable", "status": 406,
+                                "detail": NO_SUCCESS}
+    assert call(server, "GET", "/users?limit=1000").body == before
+
+
+@plain_too
+def test_a_problem_only_client_gets_each_error_in_its_type(server):
+    user, other = create(server), create(server)
+    path = "/users/%d" % user["id"]
+    stale = dict(ONLY_PROBLEMS, **{"If-Match": '"99-json"'})
+    cases = [
+        (call(server, "GET", "/users/999999", headers=ONLY_PROBLEMS), 404),
+        (call(server, "GET", "/nope", headers=ONLY_PROBLEMS), 404),
+        (call(server, "GET", "/users?limit=0", headers=ONLY_PROBLEMS), 400),
+        (call(server, "POST", "/users", {"name": ""}, ONLY_PROBLEMS), 422),
+        (call(server, "POST", "/users", {"name": "A", "email": other["email"]}, ONLY_PROBLEMS), 409),
+        (call(server, "PUT", path, {"name": "A", "email": other["email"]}, ONLY_PROBLEMS), 409),
+        (call(server, "PUT", path, {"name": "A", "email": new_email()}, stale), 412),
+        (call(server, "DELETE", path, headers=stale), 412),
+        (call(server, "DELETE", "/users/999999", headers=ONLY_PROBLEMS), 404),
+    ]
+    for reply, status in cases:
+        assert_problem(reply, status)
+    assert call(server, "GET", path).json() == user
+
+
+@plain_too
+def test_a_problem_only_xml_client_gets_problems_in_xml(server):
+    headers = {"Accept": "application/problem+xml"}
+    assert_problem(call(server, "POST", "/users", {"name": ""}, headers), 422, fmt="xml")
+    assert_problem(call(server, "GET", "/users", headers=headers), 406, fmt="xml")
+
+
 @plain_too
 def test_a_list_is_an_array_in_json_and_users_in_xml(server):
     user = create(server)
