@@ -2258,6 +2258,7 @@ def problem_response(description, *headers):
 PROBLEMS = {
     "400": "Malformed body or query, or bad framing",
     "401": "Missing or wrong Bearer token",
+    "408": "The request stopped arriving for the idle timeout",
     "404": "No such user",
     "406": "The Accept header takes none of JSON, XML",
     "409": "Another user has this email",
@@ -2265,9 +2266,13 @@ PROBLEMS = {
     "412": "If-Match does not name the current ETag",
     "413": "The body is larger than --max-body",
     "415": "The body is not JSON or XML in UTF-8",
+    "421": "A Host this server does not answer for; start it with --allow-host NAME",
     "422": "Fields that break the rules; errors lists each one",
-    "503": "Not now: asked for with --fail-rate; try again after Retry-After",
+    "503": "Not now: asked for with --fail-rate, or the database is locked or failing; try "
+           "again after Retry-After",
+    "507": "The server's disk is full: nothing was changed",
 }
+EDGE = ("408", "421")  # any request can stall, or name a host this server does not serve
 
 
 def responses(success, *problem_codes):
@@ -2276,6 +2281,8 @@ def responses(success, *problem_codes):
     for code in problem_codes:
         headers = {"401": ["WWW-Authenticate"], "503": ["Retry-After"]}.get(code, [])
         answers[code] = problem_response(PROBLEMS[code], *headers)
+    for code in EDGE:
+        answers[code] = problem_response(PROBLEMS[code])
     answers["default"] = problem_response("Any other error, as problem details")
     return answers
 
@@ -2302,9 +2309,10 @@ def operation(summary, answers, *, auth, parameters=(), body=None):
 def options_operation(summary):
     """OPTIONS: 204 with Allow, never behind the key."""
     return {"summary": summary, "security": [],
-            "responses": {"204": {"description": "The methods this path takes",
-                                  "headers": header_refs("Allow")},
-                          "default": problem_response("No such path")}}
+            "responses": dict({"204": {"description": "The methods this path takes",
+                                       "headers": header_refs("Allow")},
+                               "default": problem_response("No such path")},
+                              **{code: problem_response(PROBLEMS[code]) for code in EDGE})}
 
 
 TEXT = {"type": "string"}
@@ -2360,7 +2368,7 @@ def users_path(auth):
             page, "400", *early, "406"), auth=auth, parameters=LIST_PARAMETERS_DESCRIBED),
         "post": operation("Create a user", responses(
             user_success("201", "Created", "Location"), "400", *early, "406", "409",
-            "411", "413", "415", "422"), auth=auth, body=body_content(json_schema_ref("NewUser"))),
+            "411", "413", "415", "422", "507"), auth=auth, body=body_content(json_schema_ref("NewUser"))),
         "options": options_operation("What /users takes"),
     }
 
@@ -2372,7 +2380,7 @@ def user_path(auth):
         "description": "Not modified: the If-None-Match tag is current",
         "headers": header_refs("ETag", "Vary")}})
     write_problems = ("400", "404") + early + ("406", "409", "411", "412", "413", "415",
-                                                      "422")
+                                                      "422", "507")
     patch = body_content(json_schema_ref("UserPatch"),
                          json_types=("application/merge-patch+json", "application/json"))
     return {
@@ -2389,7 +2397,7 @@ def user_path(auth):
             user_success("200", "Changed"), *write_problems), auth=auth, parameters=[IF_MATCH],
             body=patch),
         "delete": operation("Delete a user", responses(
-            {"204": {"description": "Deleted"}}, "404", *early, "406", "412"),
+            {"204": {"description": "Deleted"}}, "404", *early, "406", "412", "507"),
             auth=auth, parameters=[IF_MATCH]),
         "options": options_operation("What /users/{id} takes"),
     }

@@ -3023,3 +3023,27 @@ def test_fail_rate_replies_match_the_openapi_document(always_failing):
         check_against_openapi(document, template, method, reply)
         assert "Retry-After" in document["paths"][template][method.lower()]["responses"]["503"][
             "headers"]
+
+
+def test_the_openapi_document_names_the_faults_every_operation_can_meet(server):
+    document = openapi(server)
+    for path, item in document["paths"].items():
+        for method, described in item.items():
+            if method == "parameters":
+                continue
+            codes = set(described["responses"])
+            assert {"408", "421"} <= codes, (path, method)
+            if path.startswith("/users") and method != "options":
+                assert "503" in codes, (path, method)
+            if method in ("post", "put", "patch", "delete"):
+                assert "507" in codes, (path, method)
+    responses = document["paths"]["/users"]["get"]["responses"]
+    assert responses["421"]["description"] == ("A Host this server does not answer for; "
+                                               "start it with --allow-host NAME")
+    assert responses["408"]["description"] == ("The request stopped arriving for the idle "
+                                               "timeout")
+    assert responses["503"]["description"] == ("Not now: asked for with --fail-rate, or the "
+                                               "database is locked or failing; try again after "
+                                               "Retry-After")
+    assert document["paths"]["/users"]["post"]["responses"]["507"]["description"] == (
+        "The server's disk is full: nothing was changed")
