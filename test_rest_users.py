@@ -1429,6 +1429,18 @@ def test_allow_host_names_more_hosts(allowed, host, status):
     assert reply.startswith(b"HTTP/1.1 %d " % status)
 
 
+def test_a_host_answer_is_kept_per_server_and_asked_again_gives_the_same(server):
+    allowing = start_server(allow_host=["api.example"])
+    try:
+        for _ in range(2):  # the second answer comes from the Host check's cache
+            for running, status in ((allowing, 200), (server, 421), (allowing, 200)):
+                reply = raw(running, b"GET /users HTTP/1.1\r\nHost: api.example\r\n"
+                                     b"Connection: close\r\n\r\n")
+                assert reply.startswith(b"HTTP/1.1 %d " % status)
+    finally:
+        stop_server(allowing)
+
+
 def test_allow_host_is_repeatable_on_the_command_line():
     options = rest_users.parse_arguments(["--allow-host", "a.example", "--allow-host", "b.example"])
     assert options.allow_host == ["a.example", "b.example"]
