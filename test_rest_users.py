@@ -195,21 +195,24 @@ def run_service(*args, env=None):
     return process, process.stdout.readline()
 
 
+def run_to_exit(*args):
+    """Run rest_users.py until it exits by itself: --help, or a start that must fail."""
+    return subprocess.run([sys.executable, "rest_users.py"] + list(args), cwd=HERE,
+                          capture_output=True, text=True, timeout=10)
+
+
 def port_of(banner):
     return int(banner.rsplit(":", 1)[1].split("/")[0])
 
 
 def test_bad_arguments_print_usage_and_exit_2():
-    result = subprocess.run([sys.executable, "rest_users.py", "--port", "http"], cwd=HERE,
-                            capture_output=True, text=True, timeout=10)
+    result = run_to_exit("--port", "http")
     assert result.returncode == 2
     assert result.stderr.startswith("usage: rest_users.py")
 
 
 def test_port_in_use_is_one_clear_line(auth_server):
-    result = subprocess.run([sys.executable, "rest_users.py", "--port",
-                             str(auth_server.server_address[1])],
-                            cwd=HERE, capture_output=True, text=True, timeout=10)
+    result = run_to_exit("--port", str(auth_server.server_address[1]))
     assert result.returncode == 1
     assert result.stderr.count("\n") == 1
     assert result.stderr.startswith("rest_users: cannot start on 127.0.0.1:")
@@ -218,16 +221,14 @@ def test_port_in_use_is_one_clear_line(auth_server):
 
 def test_unwritable_db_is_one_clear_line(tmp_path):
     db = str(tmp_path / "missing-folder" / "users.db")
-    result = subprocess.run([sys.executable, "rest_users.py", "--port", "0", "--db", db],
-                            cwd=HERE, capture_output=True, text=True, timeout=10)
+    result = run_to_exit("--port", "0", "--db", db)
     assert result.returncode == 1
     assert result.stderr.startswith("rest_users: cannot start on %s: " % db)
     assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
 
 
 def test_help_explains_every_option():
-    result = subprocess.run([sys.executable, "rest_users.py", "--help"], cwd=HERE,
-                            capture_output=True, text=True, timeout=10)
+    result = run_to_exit("--help")
     assert result.returncode == 0
     for option in ("--host", "--port", "--db", "--api-key", "--cors", "--max-body", "--quiet",
                    "--allow-host", "--delay", "--fail-rate", "--fake-users", "--load"):
@@ -2049,8 +2050,7 @@ def test_load_and_fake_users_together_number_the_fakes_after_the_loaded(tmp_path
 
 def test_a_bad_load_file_on_the_command_line_is_one_line_and_exit_2(tmp_path):
     path = write_users_file(tmp_path, [{"name": "A", "email": "no-at-sign"}])
-    result = subprocess.run([sys.executable, "rest_users.py", "--port", "0", "--load", path],
-                            cwd=HERE, capture_output=True, text=True, timeout=10)
+    result = run_to_exit("--port", "0", "--load", path)
     assert result.returncode == 2
     assert result.stdout == ""
     assert result.stderr == ("rest_users: cannot load %s: user 1 of 1: email must have one @ "
@@ -2264,8 +2264,7 @@ def test_a_second_process_on_the_same_db_exits_with_one_line(tmp_path):
     db = str(tmp_path / "u.db")
     first = start_server(db=db)  # this process serves the file
     try:
-        second = subprocess.run([sys.executable, "rest_users.py", "--port", "0", "--db", db],
-                                cwd=HERE, capture_output=True, text=True, timeout=10)
+        second = run_to_exit("--port", "0", "--db", db)
         assert second.returncode == 1
         assert second.stdout == ""
         assert second.stderr == ("rest_users: cannot start on %s: another process is using it; "
