@@ -1898,8 +1898,9 @@ def main(argv=None):
     try:
         server = make_server(options.host, options.port, db=options.db, api_key=api_key or None,
                              cors=options.cors, max_body=options.max_body, quiet=options.quiet,
-                             allow_host=options.allow_host, delay=options.delay, fail_rate=options.fail_rate,
-                             fake_users=options.fake_users, load=options.load)
+                             allow_host=options.allow_host, delay=options.delay,
+                             fail_rate=options.fail_rate, fake_users=options.fake_users,
+                             load=options.load)
     except ValueError as error:  # a --load file with a mistake; what it is, is in the message
         print("rest_users: cannot load %s" % error, file=sys.stderr)
         return 2
