@@ -324,10 +324,8 @@ class UsersHandler(BaseHTTPRequestHandler):
         §13.1.1): that is how two clients cannot overwrite each other's change unseen."""
         header = self.headers.get("If-Match")
         if header is not None and not etag_matches(header, entity_tag(user, self.format),
-                                                   weak=False):
-            raise ApiError(HTTPStatus.PRECONDITION_FAILED,
-                           "The user has changed since you read it (If-Match does not name "
-                           "its current ETag); GET it again and retry.")
+                                                   weak=False):  # the detail: Appendix C
+            raise ApiError(HTTPStatus.PRECONDITION_FAILED, if_match_mistake(header, self.format))
 
     # -- writing responses -----------------------------------------------------------------
 
@@ -857,7 +855,10 @@ def choose_format(accept):
     text_xml_q = quality("text/xml", ranges)
     xml = TEXT_XML if text_xml_q > application_xml_q else XML
     xml_q = max(application_xml_q, text_xml_q)
-    if json_q > 0 and json_q >= xml_q:
+    # A browser's address bar ranks text/html first and XML above */*: it gets JSON, which
+    # browsers show readably, rather than an unstyled XML tree
+    browser = quality("text/html", ranges) > max(json_q, xml_q)
+    if json_q > 0 and (json_q >= xml_q or browser):
         return JSON
     return xml if xml_q > 0 else None
 
@@ -993,7 +994,6 @@ def make_server(host=DEFAULT_HOST, port=DEFAULT_PORT, *, db=None, api_key=None, 
     except BaseException:
         store.close()
         raise
-
 
 
 # =======================================================================================
@@ -1604,6 +1604,25 @@ def check_api_key(key, method, path, headers):
                                  'Bearer realm="users", error="invalid_token"')])
 
 
+# -- A 412 that names the mistake ---------------------------------------------------------
+
+def if_match_mistake(header, fmt):
+    """The detail of a 412: the likely mistake in an If-Match that names no current tag."""
+    tags = [opaque for _, opaque in ENTITY_TAG.findall(header)]
+    other = XML if fmt is JSON else JSON
+    if not tags:  # RFC 9110 §8.8.3: an entity tag is a quoted string
+        return ('ETags are quoted: send If-Match: "%s", with the quotes, as the ETag header '
+                'gave it.' % printable(header.strip()))
+    for tag in tags:
+        if tag.endswith('-%s"' % other.name):
+            return ("If-Match names %s, a tag of the %s representation, and this request "
+                    "asks for %s: each format has its own ETag, so send the one a GET in %s "
+                    "gave." % (printable(tag), other.name.upper(), fmt.name.upper(),
+                               fmt.name.upper()))
+    return ("The user has changed since you read it (If-Match does not name its current "
+            "ETag); GET it again and retry.")
+
+
 # -- A fake API: what front ends and test suites ask of one ------------------------------
 
 MAX_DELAY = 60000  # milliseconds
@@ -1891,6 +1910,22 @@ def parse_arguments(argv):
     return parser.parse_args(argv)
 
 
+def startup_note(options, port, environment):
+    """The line for a newcomer, after the banner: the explorer, where the users live, and
+    whether a key is needed and where it came from (never the key itself)."""
+    store = ("the SQLite file %s." % options.db if options.db
+             else "memory, lost when it stops.")
+    if options.api_key:
+        key = "Requests to /users need Authorization: Bearer and the key given with --api-key."
+    elif options.api_key is None and environment.get("API_KEY"):
+        key = ("Requests to /users need Authorization: Bearer and the key in the API_KEY "
+               "environment variable (unset it to need none).")
+    else:
+        key = "No API key is needed."
+    return "Open http://%s:%d/ in a browser to explore the API. Users are kept in %s %s" % (
+        options.host, port, store, key)
+
+
 def main(argv=None):
     """Run the service until Ctrl-C or SIGTERM; return the exit status."""
     options = parse_arguments(argv)
@@ -1909,8 +1944,11 @@ def main(argv=None):
             options.host, options.port)
         print("rest_users: cannot start on %s: %s" % (where, error), file=sys.stderr)
         return 1
-    print("Serving users API on http://%s:%d/users (press Ctrl-C to stop)"
-          % (options.host, server.server_address[1]), flush=True)
+    port = server.server_address[1]
+    print("Serving users API on http://%s:%d/users (press Ctrl-C to stop)" % (options.host, port),
+          flush=True)
+    if not options.quiet:
+        print(startup_note(options, port, environ), file=sys.stderr, flush=True)
     # Ctrl-C or SIGTERM asks for a stop, which the main thread makes once serve_forever has
     # returned: an exception raised inside it could close a connection under its handler
     stop_asked = threading.Event()
@@ -2317,25 +2355,32 @@ def user_success(status, description, *extra_headers):
                      "content": body_content(json_schema_ref("User"))}}
 
 
-def operation(summary, answers, *, auth, parameters=(), body=None):
-    """One operation; `auth` marks it as needing the Bearer token."""
-    described = {"summary": summary, "responses": answers}
+def operation(operation_id, summary, answers, *, auth, tag="users", parameters=(), body=None):
+    """One operation; `auth` marks it as needing the Bearer token, and every other one says
+    it is open with an empty security list, as OpenAPI tools expect."""
+    described = {"operationId": operation_id, "summary": summary, "tags": [tag],
+                 "security": [{"bearerAuth": []}] if auth else [], "responses": answers}
     if parameters:
         described["parameters"] = list(parameters)
     if body:
         described["requestBody"] = {"required": True, "content": body}
-    if auth:
-        described["security"] = [{"bearerAuth": []}]
     return described
 
 
-def options_operation(summary):
+def head_operation(get, operation_id, summary):
+    """HEAD: GET's answers without their bodies (RFC 9110 §9.3.2), so that a generated
+    client reads none."""
+    answers = {code: {key: value for key, value in response.items() if key != "content"}
+               for code, response in get["responses"].items()}
+    return dict(get, operationId=operation_id, summary=summary, responses=answers)
+
+
+def options_operation(operation_id, summary, tag="users"):
     """OPTIONS: 204 with Allow, never behind the key."""
-    return {"summary": summary, "security": [],
-            "responses": dict({"204": {"description": "The methods this path takes",
-                                       "headers": header_refs("Allow")},
-                               "default": problem_response("No such path")},
-                              **{code: problem_response(PROBLEMS[code]) for code in EDGE})}
+    return operation(operation_id, summary, dict(
+        {"204": {"description": "The methods this path takes", "headers": header_refs("Allow")},
+         "default": problem_response("No such path")},
+        **{code: problem_response(PROBLEMS[code]) for code in EDGE}), auth=False, tag=tag)
 
 
 TEXT = {"type": "string"}
@@ -2356,6 +2401,7 @@ LIST_PARAMETERS_DESCRIBED = [
 IF_MATCH = {"name": "If-Match", "in": "header", "schema": TEXT,
             "description": "the ETag you read: the write fails with 412 if it is stale"}
 IF_NONE_MATCH = {"name": "If-None-Match", "in": "header", "schema": TEXT}
+EXAMPLE_USER = {"id": 1, "name": "Ada Lovelace", "email": "ada@example.com"}  # for Try it out
 
 
 def open_paths():
@@ -2365,16 +2411,19 @@ def open_paths():
                                      **{"text/html": {"schema": TEXT}})}}
     document = {"200": {"description": "The OpenAPI document",
                         "content": {"application/json": {"schema": {"type": "object"}}}}}
+    get_index = operation("getIndex", "The index, or the explorer page for a browser",
+                          responses(index, "406"), auth=False, tag="service")
+    get_document = operation("getOpenApi", "This document", responses(document, "406"),
+                             auth=False, tag="service")
     return {
-        "/": {"get": operation("The index, or the explorer page for a browser",
-                               responses(index, "406"), auth=False),
-              "head": operation("The index's headers", responses(index, "406"), auth=False),
-              "options": options_operation("What / takes")},
+        "/": {"get": get_index,
+              "head": head_operation(get_index, "headIndex", "The index's headers"),
+              "options": options_operation("optionsIndex", "What / takes", "service")},
         "/openapi.json": {
-            "get": operation("This document", responses(document, "406"), auth=False),
-            "head": operation("This document's headers", responses(
-                {"200": {"description": "The OpenAPI document's headers"}}, "406"), auth=False),
-            "options": options_operation("What /openapi.json takes")},
+            "get": get_document,
+            "head": head_operation(get_document, "headOpenApi", "This document's headers"),
+            "options": options_operation("optionsOpenApi", "What /openapi.json takes",
+                                         "service")},
     }
 
 
@@ -2384,15 +2433,16 @@ def users_path(auth):
     page = {"200": {"description": "A page of users",
                     "headers": header_refs("X-Total-Count", "Link", "Vary"),
                     "content": body_content(json_schema_ref("UserList"))}}
+    get = operation("listUsers", "List users, a page at a time", responses(
+        page, "400", *early, "406"), auth=auth, parameters=LIST_PARAMETERS_DESCRIBED)
     return {
-        "get": operation("List users, a page at a time", responses(
-            page, "400", *early, "406"), auth=auth, parameters=LIST_PARAMETERS_DESCRIBED),
-        "head": operation("The list's headers", responses(
-            page, "400", *early, "406"), auth=auth, parameters=LIST_PARAMETERS_DESCRIBED),
-        "post": operation("Create a user", responses(
+        "get": get,
+        "head": head_operation(get, "headUsers", "The list's headers"),
+        "post": operation("createUser", "Create a user", responses(
             user_success("201", "Created", "Location"), "400", *early, "406", "409",
-            "411", "413", "415", "422", "507"), auth=auth, body=body_content(json_schema_ref("NewUser"))),
-        "options": options_operation("What /users takes"),
+            "411", "413", "415", "422", "507"), auth=auth,
+            body=body_content(json_schema_ref("NewUser"))),
+        "options": options_operation("optionsUsers", "What /users takes"),
     }
 
 
@@ -2406,23 +2456,23 @@ def user_path(auth):
                                                       "422", "507")
     patch = body_content(json_schema_ref("UserPatch"),
                          json_types=("application/merge-patch+json", "application/json"))
+    get = operation("getUser", "Read a user", responses(read, *early, "404", "406"),
+                    auth=auth, parameters=[IF_NONE_MATCH])
     return {
-        "parameters": [{"name": "id", "in": "path", "required": True, "schema": {
+        "parameters": [{"name": "id", "in": "path", "required": True, "example": 1, "schema": {
             "type": "integer", "minimum": 1, "maximum": MAX_USER_ID}}],
-        "get": operation("Read a user", responses(read, *early, "404", "406"),
-                         auth=auth, parameters=[IF_NONE_MATCH]),
-        "head": operation("A user's headers", responses(read, *early, "404", "406"),
-                          auth=auth, parameters=[IF_NONE_MATCH]),
-        "put": operation("Replace a user (no create)", responses(
+        "get": get,
+        "head": head_operation(get, "headUser", "A user's headers"),
+        "put": operation("replaceUser", "Replace a user (no create)", responses(
             user_success("200", "Replaced"), *write_problems), auth=auth, parameters=[IF_MATCH],
             body=body_content(json_schema_ref("UserReplacement"))),
-        "patch": operation("Change some fields", responses(
+        "patch": operation("patchUser", "Change some fields", responses(
             user_success("200", "Changed"), *write_problems), auth=auth, parameters=[IF_MATCH],
             body=patch),
-        "delete": operation("Delete a user", responses(
+        "delete": operation("deleteUser", "Delete a user", responses(
             {"204": {"description": "Deleted"}}, "404", *early, "406", "412", "507"),
             auth=auth, parameters=[IF_MATCH]),
-        "options": options_operation("What /users/{id} takes"),
+        "options": options_operation("optionsUser", "What /users/{id} takes"),
     }
 
 
@@ -2431,15 +2481,19 @@ def openapi_document(auth):
     return {
         "openapi": "3.1.0",
         "info": {"title": "Users API", "version": "1.0",
-                 "description": "A users resource in JSON and XML, from rest_users.py."},
+                 "description": "A users resource in JSON and XML, from rest_users.py.",
+                 "license": {"name": "MIT", "identifier": "MIT"}},
+        "servers": [{"url": "/"}],  # wherever this document was fetched from
+        "tags": [{"name": "users", "description": "The users: list, create, read, change"},
+                 {"name": "service", "description": "The index, the explorer and this document"}],
         "paths": dict(open_paths(), **{"/users": users_path(auth),
                                        "/users/{id}": user_path(auth)}),
-        "components": openapi_components(),
+        "components": openapi_components(auth),
     }
 
 
-def openapi_components():
-    """The schemas, headers and security scheme the paths refer to."""
+def openapi_components(auth):
+    """The schemas, headers and, with a key, the security scheme the paths refer to."""
     # The user rules in patterns: no control or non-characters; a name not only white space (Python's
     # str.isspace() counts U+0085 as space, ECMAScript's \s does not); one @ in an email
     allowed = "[^\\u0000-\\u001f\\u007f\\ufffe\\uffff]"
@@ -2451,23 +2505,28 @@ def openapi_components():
              "pattern": "^%s@%s$" % (email_part, email_part)}
     user_id = {"type": "integer", "minimum": 1, "maximum": MAX_USER_ID}
     header = {"schema": {"type": "string"}}
-    return {
+    new_user = {"name": EXAMPLE_USER["name"], "email": EXAMPLE_USER["email"]}
+    components = {
         "schemas": {
             "User": {"type": "object", "required": ["id", "name", "email"],
                      "properties": {"id": user_id, "name": name, "email": email},
-                     "additionalProperties": False, "xml": {"name": "user"}},
+                     "additionalProperties": False, "xml": {"name": "user"},
+                     "examples": [EXAMPLE_USER]},
             "UserList": {"type": "array", "items": json_schema_ref("User"),
-                         "xml": {"name": "users", "wrapped": True}},
+                         "xml": {"name": "users", "wrapped": True}, "examples": [[EXAMPLE_USER]]},
             "NewUser": {"type": "object", "required": ["name", "email"],
                         "properties": {"name": name, "email": email},
-                        "additionalProperties": False, "xml": {"name": "user"}},
+                        "additionalProperties": False, "xml": {"name": "user"},
+                        "examples": [new_user]},
             "UserReplacement": {"type": "object", "required": ["name", "email"],
                                 "description": "id, if given, must be the id in the path",
                                 "properties": {"id": user_id, "name": name, "email": email},
-                                "additionalProperties": False, "xml": {"name": "user"}},
+                                "additionalProperties": False, "xml": {"name": "user"},
+                                "examples": [new_user]},
             "UserPatch": {"type": "object", "description": "the fields to change (RFC 7396)",
                           "properties": {"id": user_id, "name": name, "email": email},
-                          "additionalProperties": False, "xml": {"name": "user"}},
+                          "additionalProperties": False, "xml": {"name": "user"},
+                          "examples": [{"name": "Ada King"}]},
             "Index": {"type": "object", "properties": {"users": {"type": "string"}},
                       "xml": {"name": "index"}},
             "Problem": {
@@ -2475,10 +2534,11 @@ def openapi_components():
                 "properties": {
                     "type": {"type": "string"}, "title": {"type": "string"},
                     "status": {"type": "integer"}, "detail": {"type": "string"},
-                    "errors": {"type": "array", "items": {
-                        "type": "object", "required": ["field", "message"],
-                        "properties": {"field": {"type": "string"},
-                                       "message": {"type": "string"}}}}},
+                    "errors": {"type": "array", "xml": {"name": "errors", "wrapped": True},
+                               "items": {"type": "object", "required": ["field", "message"],
+                                         "properties": {"field": {"type": "string"},
+                                                        "message": {"type": "string"}},
+                                         "xml": {"name": "i"}}}},  # RFC 9457 Appendix B
                 "xml": {"name": "problem", "namespace": "urn:ietf:rfc:7807"}},
         },
         "headers": {
@@ -2489,11 +2549,13 @@ def openapi_components():
                               "description": "How many users match, over all pages"},
             "Vary": dict(header, description="Accept: the format follows the Accept header"),
             "Allow": dict(header, description="The methods this path takes"),
-            "WWW-Authenticate": dict(header, description='Bearer realm="users"'),
             "Retry-After": dict(header, description="Seconds to wait before trying again"),
         },
-        "securitySchemes": {"bearerAuth": {"type": "http", "scheme": "bearer"}},
     }
+    if auth:  # without a key nothing refers to these, and a viewer would offer to log in
+        components["headers"]["WWW-Authenticate"] = dict(header, description='Bearer realm="users"')
+        components["securitySchemes"] = {"bearerAuth": {"type": "http", "scheme": "bearer"}}
+    return components
 
 
 if __name__ == "__main__":

@@ -248,15 +248,41 @@ def test_help_explains_every_option():
 
 def test_api_key_comes_from_the_environment_on_the_command_line():
     env = dict(os.environ, API_KEY=KEY)
-    process, banner = run_service("--port", "0", "--quiet", env=env)
+    process, banner = run_service("--port", "0", env=env)
     try:
-        connection = http.client.HTTPConnection("127.0.0.1", port_of(banner), timeout=5)
+        port = port_of(banner)
+        assert process.stderr.readline() == (
+            "Open http://127.0.0.1:%d/ in a browser to explore the API. Users are kept in "
+            "memory, lost when it stops. Requests to /users need Authorization: Bearer and "
+            "the key in the API_KEY environment variable (unset it to need none).\n" % port)
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
         connection.request("GET", "/users")
         assert connection.getresponse().status == 401
         connection.close()
     finally:
         process.terminate()
-        process.wait(10)
+        process.communicate(timeout=10)
+    assert KEY not in banner
+
+
+START = "Open http://127.0.0.1:8000/ in a browser to explore the API. Users are kept in "
+
+
+@pytest.mark.parametrize("args, env, note", [
+    ([], {}, START + "memory, lost when it stops. No API key is needed."),
+    (["--db", "users.db"], {}, START + "the SQLite file users.db. No API key is needed."),
+    (["--api-key", KEY], {"API_KEY": "other"}, START + "memory, lost when it stops. Requests "
+     "to /users need Authorization: Bearer and the key given with --api-key."),
+    ([], {"API_KEY": KEY}, START + "memory, lost when it stops. Requests to /users need "
+     "Authorization: Bearer and the key in the API_KEY environment variable (unset it to "
+     "need none)."),
+    (["--api-key", ""], {"API_KEY": KEY}, START + "memory, lost when it stops. No API key is "
+     "needed."),
+])
+def test_the_second_startup_line_says_what_a_newcomer_needs_next(args, env, note):
+    options = rest_users.parse_arguments(args)
+    assert rest_users.startup_note(options, 8000, env) == note
+    assert KEY not in note
 
 
 def test_make_server_reads_no_environment(monkeypatch):
@@ -470,8 +496,12 @@ def test_a_freed_email_can_be_used_again(server):
     ("application/json;q=0, application/*;q=0.5", XML_TYPE),
     ("application/json;q=0, text/xml;q=0.3, application/xml;q=0.3", XML_TYPE),
     ("application/json;q=0.1, text/xml;q=0.9", "text/xml; charset=utf-8"),
-    ("text/html, application/xhtml+xml, application/xml;q=0.9, */*;q=0.8", XML_TYPE),
     ("APPLICATION/XML", XML_TYPE),
+    # a browser's address bar ranks text/html first: it gets JSON, which it can show
+    ("text/html, application/xhtml+xml, application/xml;q=0.9, */*;q=0.8", JSON_TYPE),
+    ("text/html, application/json;q=0.1, application/xml;q=0.5", JSON_TYPE),
+    ("text/html, application/xml", XML_TYPE),  # JSON is not acceptable here
+    ("text/html;q=0.5, application/xml", XML_TYPE),  # XML ranks first: not a browser
 ])
 def test_the_response_format_follows_accept(server, accept, content_type):
     user = create(server)
@@ -1672,6 +1702,28 @@ def test_if_match_with_the_current_tag_writes(server, if_match):
     assert reply.status == 200 and reply.headers["ETag"] == '"2-json"'
 
 
+@pytest.mark.parametrize("accept, if_match, detail", [
+    (None, '"1-json"', "The user has changed since you read it (If-Match does not name its "
+                       "current ETag); GET it again and retry."),
+    (None, "2-json", 'ETags are quoted: send If-Match: "2-json", with the quotes, as the ETag '
+                     'header gave it.'),
+    (None, '"2-xml"', 'If-Match names "2-xml", a tag of the XML representation, and this '
+                      'request asks for JSON: each format has its own ETag, so send the one a '
+                      'GET in JSON gave.'),
+    ("application/xml", '"2-json"', 'If-Match names "2-json", a tag of the JSON representation, '
+                                    'and this request asks for XML: each format has its own '
+                                    'ETag, so send the one a GET in XML gave.'),
+])
+def test_a_412_says_what_is_wrong_with_if_match(server, accept, if_match, detail):
+    user = create(server)
+    path = "/users/%d" % user["id"]
+    call(server, "PATCH", path, {"name": "Changed"})  # now at version 2
+    headers = dict({"If-Match": if_match}, **({"Accept": accept} if accept else {}))
+    reply = call(server, "DELETE", path, headers=headers)
+    assert assert_problem(reply, 412, "xml" if accept else "json")["detail"] == detail
+    assert call(server, "GET", path).status == 200
+
+
 def test_if_match_never_matches_a_weak_tag(server):
     user = create(server)
     reply = call(server, "DELETE", "/users/%d" % user["id"], headers={"If-Match": 'W/"1-json"'})
@@ -2303,6 +2355,9 @@ def test_ctrl_c_answers_a_request_in_flight_then_stops_cleanly(tmp_path):
     _, stderr = process.communicate(timeout=10)
     assert reply.startswith(b"HTTP/1.1 201 Created\r\n")
     assert process.returncode == 0
+    assert stderr.startswith("Open http://127.0.0.1:%d/ in a browser to explore the API. Users "
+                             "are kept in the SQLite file %s. No API key is needed.\n"
+                             % (port_of(banner), tmp_path / "u.db"))
     assert "Traceback" not in stderr
     assert '"POST /users HTTP/1.1" 201' in stderr  # one log line per request by default
     assert not os.path.exists(str(tmp_path / "u.db-wal"))  # the store was closed
@@ -2881,11 +2936,13 @@ def openapi(server):
     return reply.json()
 
 
-def test_the_openapi_document_declares_3_1(server):
-    document = openapi(server)
-    assert document["openapi"].startswith("3.1")
-    assert document["components"]["securitySchemes"]["bearerAuth"] == {"type": "http",
-                                                                        "scheme": "bearer"}
+def test_the_openapi_document_declares_3_1_and_its_server(server, auth_server):
+    for document in openapi(server), openapi(auth_server):
+        assert document["openapi"].startswith("3.1")
+        assert document["servers"] == [{"url": "/"}]  # the server that served the document
+    assert "securitySchemes" not in openapi(server)["components"]  # no key: none declared
+    assert openapi(auth_server)["components"]["securitySchemes"] == {
+        "bearerAuth": {"type": "http", "scheme": "bearer"}}
 
 
 def test_the_openapi_document_covers_every_route_and_method(server):
@@ -2907,19 +2964,123 @@ def test_with_a_key_every_users_operation_but_options_needs_bearer(auth_server):
         for method, operation in item.items():
             if method == "parameters":
                 continue
-            expected = [{"bearerAuth": []}] if path.startswith("/users") else None
-            if method == "options":
-                expected = []
-            assert operation.get("security") == expected, (path, method)
-            if expected:
+            keyed = path.startswith("/users") and method != "options"
+            assert operation["security"] == ([{"bearerAuth": []}] if keyed else []), (path, method)
+            if keyed:
                 assert "WWW-Authenticate" in operation["responses"]["401"]["headers"]
 
 
-def test_without_a_key_no_operation_needs_bearer(server):
-    for item in openapi(server)["paths"].values():
-        for method, operation in item.items():
-            if method != "parameters":
-                assert operation.get("security") in (None, [])
+def test_without_a_key_every_operation_says_it_is_open(server):
+    document = openapi(server)
+    for path, method, operation in operations(document):
+        assert operation["security"] == [], (path, method)  # security: [] is "open"
+        assert "401" not in operation["responses"], (path, method)
+    assert "WWW-Authenticate" not in document["components"]["headers"]
+
+
+def operations(document):
+    """Every (path, method, operation) of an OpenAPI document."""
+    return [(path, method, operation) for path, item in document["paths"].items()
+            for method, operation in item.items() if method != "parameters"]
+
+
+def test_every_operation_has_a_unique_id_and_a_declared_tag(server, auth_server):
+    for document in openapi(server), openapi(auth_server):
+        ids = [operation["operationId"] for _, _, operation in operations(document)]
+        assert len(ids) == len(set(ids)) == 16
+        assert all(re.fullmatch(r"[a-z][A-Za-z]+", name) for name in ids), ids
+        declared = {tag["name"] for tag in document["tags"]}
+        for path, method, operation in operations(document):
+            assert len(operation["tags"]) == 1 and operation["tags"][0] in declared
+    named = {(path, method): operation["operationId"]
+             for path, method, operation in operations(openapi(server))}
+    assert named[("/users", "get")] == "listUsers"
+    assert named[("/users/{id}", "head")] == "headUser"
+    assert named[("/users/{id}", "patch")] == "patchUser"
+
+
+def test_a_head_response_declares_no_body(server, auth_server):
+    for document in openapi(server), openapi(auth_server):
+        for path, method, operation in operations(document):
+            if method == "head":
+                for code, response in operation["responses"].items():
+                    assert "content" not in resolve(document, response), (path, code)
+
+
+def examples_in(document, node, schema=None):
+    """Every (example, schema) pair in a part of the document, wherever examples stand."""
+    found = []
+    if isinstance(node, dict):
+        for example in node.get("examples", []) if "type" in node else []:
+            found.append((example, node))
+        if "example" in node:
+            found.append((node["example"], node.get("schema", node)))
+        for value in node.values():
+            found += examples_in(document, value)
+    elif isinstance(node, list):
+        for value in node:
+            found += examples_in(document, value)
+    return found
+
+
+def test_the_examples_are_readable_and_valid(server, auth_server):
+    for document in openapi(server), openapi(auth_server):
+        found = examples_in(document, document)
+        assert len(found) >= 6
+        for example, schema in found:
+            assert schema_errors(document, schema, example) == [], example
+        schemas = document["components"]["schemas"]
+        assert schemas["User"]["examples"] == [
+            {"id": 1, "name": "Ada Lovelace", "email": "ada@example.com"}]
+        assert schemas["NewUser"]["examples"] == [
+            {"name": "Ada Lovelace", "email": "ada@example.com"}]
+        assert schemas["UserPatch"]["examples"] == [{"name": "Ada King"}]
+        [user_id] = document["paths"]["/users/{id}"]["parameters"]
+        assert user_id["example"] == 1
+
+
+def references(node):
+    """The names every $ref in a part of the document points to."""
+    if isinstance(node, dict):
+        found = {node["$ref"]} if "$ref" in node else set()
+        for value in node.values():
+            found |= references(value)
+        return found
+    if isinstance(node, list):
+        return set().union(*map(references, node)) if node else set()
+    return set()
+
+
+def test_nothing_is_declared_that_is_not_used(server, auth_server):
+    for document in openapi(server), openapi(auth_server):
+        used = references(document)
+        for kind, declared in document["components"].items():
+            if kind == "securitySchemes":
+                continue
+            for name in declared:
+                assert "#/components/%s/%s" % (kind, name) in used, (kind, name)
+        assert used <= {"#/components/%s/%s" % (kind, name)
+                        for kind, declared in document["components"].items()
+                        for name in declared}
+        schemes = {name for _, _, operation in operations(document)
+                   for requirement in operation["security"] for name in requirement}
+        assert schemes == set(document["components"].get("securitySchemes", {}))
+
+
+def test_the_xml_of_a_422_is_described_as_sent(server):
+    document = openapi(server)
+    problem = document["components"]["schemas"]["Problem"]
+    errors = problem["properties"]["errors"]
+    reply = call(server, "POST", "/users", "<user><name></name><email>x</email></user>",
+                 {"Content-Type": "application/xml", "Accept": "application/xml"})
+    sent = ElementTree.fromstring(reply.body)
+    namespace = "{%s}" % problem["xml"]["namespace"]
+    assert sent.tag == namespace + problem["xml"]["name"] or sent.tag == problem["xml"]["name"]
+    assert errors["xml"] == {"name": "errors", "wrapped": True}
+    assert errors["items"]["xml"] == {"name": "i"}
+    [sent_errors] = [child for child in sent if child.tag.endswith("errors")]
+    assert [item.tag.split("}")[-1] for item in sent_errors] == ["i", "i"]
+    assert [field.tag.split("}")[-1] for field in sent_errors[0]] == ["field", "message"]
 
 
 def resolve(document, schema):
