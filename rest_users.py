@@ -183,7 +183,7 @@ class UsersHandler(BaseHTTPRequestHandler):
 
     def get_explorer(self):
         """GET / from a browser: the explorer page (Appendix D), which runs only its own code."""
-        self.respond(HTTPStatus.OK, EXPLORER_BODY, "text/html; charset=utf-8",
+        self.respond(HTTPStatus.OK, self.server.explorer, "text/html; charset=utf-8",
                      EXPLORER_HEADERS)
 
     def get_openapi(self):
@@ -578,6 +578,8 @@ class MemoryStore:
     """Users in a dict from id to User under one lock, gone when the process ends. A write
     puts in a new User, never changes one: a reader gets a whole version, old or new."""
 
+    kept_in = "memory, lost when the server stops"  # where the users are, for people
+
     def __init__(self):
         self.lock = threading.Lock()
         self.users = {}  # id -> User, in order of id (ids only grow; a dict keeps order)
@@ -793,12 +795,8 @@ def read_xml_fields(text):
 
 
 MERGE_PATCH = "application/merge-patch+json"
-BODY_READERS = {
-    "application/json": read_json_fields,
-    MERGE_PATCH: read_json_fields,
-    "application/xml": read_xml_fields,
-    "text/xml": read_xml_fields,
-}
+BODY_READERS = {"application/json": read_json_fields, MERGE_PATCH: read_json_fields,
+                "application/xml": read_xml_fields, "text/xml": read_xml_fields}
 SUPPORTED_BODY_TYPES = "application/json, application/xml or text/xml (and for PATCH " \
                        "application/merge-patch+json), in UTF-8"
 
@@ -958,6 +956,7 @@ class UsersServer(ThreadingHTTPServer):
         # a response differs by Accept, and by Origin when only one origin gets CORS headers
         self.vary = "Accept, Origin" if cors not in (None, "*") else "Accept"
         self.openapi = json_bytes(openapi_document(auth=api_key is not None))
+        self.explorer = explorer_page(store.kept_in)  # the page says where the users are
         self.connections, self.stopping = set(), False  # the handlers of open connections
         super().__init__(address, self.handler_class)
 
@@ -1450,7 +1449,7 @@ class SQLiteStore:
     """
 
     def __init__(self, path):
-        self.path = path
+        self.path, self.kept_in = path, "the SQLite file %s" % path
         self.lock = threading.Lock()
         # timeout: how long to wait for another program's lock; the file is ours, so little
         self.db = sqlite3.connect(path, check_same_thread=False, timeout=0.2)
@@ -1910,11 +1909,9 @@ def parse_arguments(argv):
     return parser.parse_args(argv)
 
 
-def startup_note(options, port, environment):
-    """The line for a newcomer, after the banner: the explorer, where the users live, and
+def startup_note(options, server, environment):
+    """The line for a newcomer, after the banner: the explorer, where the users are, and
     whether a key is needed and where it came from (never the key itself)."""
-    store = ("the SQLite file %s." % options.db if options.db
-             else "memory, lost when it stops.")
     if options.api_key:
         key = "Requests to /users need Authorization: Bearer and the key given with --api-key."
     elif options.api_key is None and environment.get("API_KEY"):
@@ -1922,8 +1919,8 @@ def startup_note(options, port, environment):
                "environment variable (unset it to need none).")
     else:
         key = "No API key is needed."
-    return "Open http://%s:%d/ in a browser to explore the API. Users are kept in %s %s" % (
-        options.host, port, store, key)
+    return "Open http://%s:%d/ in a browser to explore the API. Users are kept in %s. %s" % (
+        options.host, server.server_address[1], server.store.kept_in, key)
 
 
 def main(argv=None):
@@ -1948,7 +1945,7 @@ def main(argv=None):
     print("Serving users API on http://%s:%d/users (press Ctrl-C to stop)" % (options.host, port),
           flush=True)
     if not options.quiet:
-        print(startup_note(options, port, environ), file=sys.stderr, flush=True)
+        print(startup_note(options, server, environ), file=sys.stderr, flush=True)
     # Ctrl-C or SIGTERM asks for a stop, which the main thread makes once serve_forever has
     # returned: an exception raised inside it could close a connection under its handler
     stop_asked = threading.Event()
@@ -1973,6 +1970,7 @@ def main(argv=None):
 
 import base64  # noqa: E402 (each appendix imports what no earlier one did)
 import hashlib  # noqa: E402
+import html  # noqa: E402
 
 
 def prefers_html(accept):
@@ -2020,7 +2018,14 @@ const NOTES = {
   PUT: "PUT replaces the whole user. If-Match carries the ETag we read: a stale one gets 412.",
   PATCH: "PATCH changes only the fields sent (a merge patch); If-Match guards it too.",
   DELETE: "DELETE removes the user: 204 No Content. A GET after it would get 404.",
+  OPEN: "GET reads the user into the form; its ETag is kept, and Replace, Change and Delete send it as If-Match.",
+  GONE: "GET after the DELETE: 404 Not Found, as problem details. The user is gone.",
+  SUMMARY: "That was the life of a resource: POST created it at the address in Location (201), " +
+    "GET read it with its ETag (200), PUT replaced it and PATCH changed part of it, each sending " +
+    "the ETag it had read as If-Match (200), DELETE removed it (204), and a GET after that found " +
+    "nothing (404). The list above was read again at the end.",
 };
+let opened = { id: "", tag: null, format: null };  // the user in the form, as the GET gave it
 
 function accept() { return settings.format === "xml" ? "application/xml" : "application/json"; }
 
@@ -2095,6 +2100,7 @@ function showExchange(request, response, text, options) {
   if (contentType.includes("problem+")) showProblem(item, text, contentType);
   byId("exchanges").append(item);
   if (!options.quiet) item.scrollIntoView({ block: "nearest" });
+  return item;
 }
 
 async function exchange(method, path, options = {}) {
@@ -2111,31 +2117,29 @@ async function exchange(method, path, options = {}) {
     throw error;
   }
   const text = await response.text();
-  showExchange({ method, path, headers, body }, response, text, options);
-  return { response, text };
+  const item = showExchange({ method, path, headers, body }, response, text, options);
+  return { response, text, item };
 }
 
-async function listUsers(path, quiet) {
+async function listUsers(path, quiet, tourStep) {
   const query = new URLSearchParams();
   for (const [name, id] of [["sort", "sort"], ["name", "filter-name"], ["email", "filter-email"], ["limit", "limit"]]) {
     if (byId(id).value) query.set(name, byId(id).value);
   }
-  const { response, text } = await exchange("GET", path || "/users?" + query, { note: "GET /users lists a page of users.", quiet });
+  const { response, text } = await exchange("GET", path || "/users?" + query, { note: "GET /users lists a page of users.", quiet, tourStep });
   const rows = byId("rows");
   rows.replaceChildren();
   byId("pages").replaceChildren();
   if (!response.ok) return;
-  byId("total").textContent = response.headers.get("X-Total-Count") + " users match (X-Total-Count).";
+  const total = response.headers.get("X-Total-Count");
+  byId("total").textContent = total + (total === "1" ? " user matches" : " users match") + " (X-Total-Count).";
   for (const user of readUsers(text, response.headers.get("Content-Type"))) {
     const row = element("tr");
     row.append(element("td", String(user.id)), element("td", user.name), element("td", user.email));
     const actions = element("td");
     const edit = element("button", "Edit");
     edit.type = "button";
-    edit.addEventListener("click", () => {
-      byId("user-id").value = user.id; byId("user-name").value = user.name; byId("user-email").value = user.email;
-      byId("user-name").focus();
-    });
+    edit.addEventListener("click", () => openUser(String(user.id)));
     actions.append(edit);
     row.append(actions);
     rows.append(row);
@@ -2159,24 +2163,55 @@ function formFields(onlyFilled) {
   return fields;
 }
 
-async function readTag(id) {
-  const { response } = await exchange("GET", "/users/" + id,
-    { note: "First GET the user: its ETag goes into If-Match, so the write fails if someone changed it meanwhile." });
-  return response.ok ? response.headers.get("ETag") : null;
+function sayAtId(text) {
+  byId("user-id-note").textContent = text;
+}
+
+async function openUser(id) {
+  const { response, text } = await exchange("GET", "/users/" + id, { note: NOTES.OPEN });
+  if (!response.ok) return;
+  const [user] = readUsers(text, response.headers.get("Content-Type"));
+  opened = { id: String(user.id), tag: response.headers.get("ETag"), format: settings.format };
+  byId("user-id").value = user.id; byId("user-name").value = user.name; byId("user-email").value = user.email;
+  sayAtId("User " + user.id + " is open at ETag " + opened.tag + ".");
+  byId("user-name").focus();
+}
+
+function explainStale(item) {  // a 412: what happened, and a way on
+  const box = item.querySelector(".problem") || item.appendChild(element("div", undefined, "problem"));
+  box.append(element("p", opened.format === settings.format
+    ? "Nothing was written: someone changed this user after you opened it, so " + opened.tag +
+      " is no longer its ETag. Reload it to see their change, then make yours again."
+    : "Nothing was written: the user was opened in " + opened.format.toUpperCase() + ", and a " +
+      settings.format.toUpperCase() + " request needs the " + settings.format.toUpperCase() +
+      " ETag. Reload it to get that one, then save again."));
+  const reload = element("button", "Reload user " + opened.id + " (GET)");
+  reload.type = "button";
+  reload.id = "reload-user";
+  reload.addEventListener("click", () => openUser(opened.id));
+  box.append(reload);
 }
 
 async function write(method) {
-  const id = byId("user-id").value.trim();
   if (method === "POST") {
-    await exchange("POST", "/users", { body: userBody(formFields(false)), note: NOTES.POST });
-  } else {
-    if (!id) { byId("user-id").focus(); return; }
-    const tag = await readTag(id);
-    if (tag === null) return;
-    const body = method === "DELETE" ? undefined : userBody(formFields(method === "PATCH"), method === "PATCH");
-    await exchange(method, "/users/" + id, { body, ifMatch: tag, note: NOTES[method] });
+    const created = await exchange("POST", "/users", { body: userBody(formFields(false)), note: NOTES.POST });
+    if (created.response.ok) await listUsers(undefined, true);
+    return;  // an error stays in view: no list is read after it
   }
-  await listUsers();
+  const id = byId("user-id").value.trim();
+  if (!id || id !== opened.id) {  // a write sends the ETag its user was opened with
+    sayAtId(id ? "Open user " + id + " first: its ETag goes into If-Match."
+               : "Enter the id of a user, or press Edit in the list, to open it first.");
+    byId("user-id").focus();
+    return;
+  }
+  const body = method === "DELETE" ? undefined : userBody(formFields(method === "PATCH"), method === "PATCH");
+  const { response, item } = await exchange(method, "/users/" + id, { body, ifMatch: opened.tag, note: NOTES[method] });
+  if (response.status === 412) explainStale(item);
+  if (!response.ok) return;
+  opened.tag = response.headers.get("ETag");  // the new version's: the next write sends it
+  sayAtId(method === "DELETE" ? "User " + id + " is deleted." : "User " + id + " is open at ETag " + opened.tag + ".");
+  await listUsers(undefined, true);
 }
 
 async function tour() {
@@ -2191,6 +2226,13 @@ async function tour() {
   const patched = await exchange("PATCH", path, { body: userBody({ name: "Tour Guide, patched" }, true),
     ifMatch: replaced.response.headers.get("ETag"), note: NOTES.PATCH, tourStep: "PATCH" });
   await exchange("DELETE", path, { ifMatch: patched.response.headers.get("ETag"), note: NOTES.DELETE, tourStep: "DELETE" });
+  await exchange("GET", path, { note: NOTES.GONE, tourStep: "GET after DELETE" });
+  await listUsers(undefined, true, "list");
+  const summary = element("p", NOTES.SUMMARY, "note");
+  summary.id = "tour-summary";
+  byId("exchanges").append(element("li", undefined, "summary"));
+  byId("exchanges").lastChild.append(summary);
+  summary.scrollIntoView({ block: "nearest" });
   document.body.dataset.tour = "done";
 }
 
@@ -2202,6 +2244,10 @@ byId("list-form").addEventListener("submit", (event) => { event.preventDefault()
 for (const method of ["POST", "PUT", "PATCH", "DELETE"]) {
   byId("send-" + method).addEventListener("click", () => write(method));
 }
+byId("open-user").addEventListener("click", () => {
+  const id = byId("user-id").value.trim();
+  if (id) openUser(id); else { sayAtId("Enter the id of the user to open."); byId("user-id").focus(); }
+});
 byId("tour-button").addEventListener("click", tour);
 if (location.hash === "#tour") tour(); else listUsers(undefined, true);
 """
@@ -2220,6 +2266,7 @@ EXPLORER_PAGE = """<!doctype html>
 <p>Every button sends a real HTTP request to this service, and the whole exchange appears under
 <a href="#exchanges">Exchanges</a>: the request line, headers and body, then the status line,
 headers and body of the answer. The API is described in <a href="/openapi.json">/openapi.json</a>.</p>
+<p id="store">Users are kept in {kept_in}.</p>
 </header>
 <main>
 <section aria-labelledby="settings-title">
@@ -2252,11 +2299,13 @@ headers and body of the answer. The API is described in <a href="/openapi.json">
 <section aria-labelledby="edit-title">
 <h2 id="edit-title">Create, change or delete a user</h2>
 <div class="grid">
-<div><label for="user-id">id (for PUT, PATCH, DELETE)</label><input id="user-id" inputmode="numeric"></div>
+<div><label for="user-id">id (for PUT, PATCH, DELETE)</label><input id="user-id" inputmode="numeric" aria-describedby="user-id-note">
+<p id="user-id-note" class="hint" aria-live="polite"></p></div>
 <div><label for="user-name">name</label><input id="user-name"></div>
 <div><label for="user-email">email</label><input id="user-email"></div>
 </div>
 <div class="buttons">
+<button id="open-user" type="button">Open for editing (GET)</button>
 <button id="send-POST" type="button">Create (POST)</button>
 <button id="send-PUT" type="button">Replace (PUT)</button>
 <button id="send-PATCH" type="button">Change filled fields (PATCH)</button>
@@ -2279,8 +2328,15 @@ def csp_source(text):
     return "'sha256-%s'" % base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode()
 
 
-EXPLORER_BODY = EXPLORER_PAGE.replace("{style}", EXPLORER_STYLE).replace(
-    "{script}", EXPLORER_SCRIPT).encode("utf-8")
+EXPLORER_TEMPLATE = EXPLORER_PAGE.replace("{style}", EXPLORER_STYLE).replace(
+    "{script}", EXPLORER_SCRIPT)
+
+
+def explorer_page(kept_in):
+    """The page, saying where this server keeps its users (only text: no script or style
+    changes, so the policy's hashes hold)."""
+    return EXPLORER_TEMPLATE.replace("{kept_in}", html.escape(kept_in)).encode("utf-8")
+
 EXPLORER_CSP = ("default-src 'none'; script-src %s; style-src %s; connect-src 'self'; "
                 "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
                 % (csp_source(EXPLORER_SCRIPT), csp_source(EXPLORER_STYLE)))

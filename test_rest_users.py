@@ -253,7 +253,7 @@ def test_api_key_comes_from_the_environment_on_the_command_line():
         port = port_of(banner)
         assert process.stderr.readline() == (
             "Open http://127.0.0.1:%d/ in a browser to explore the API. Users are kept in "
-            "memory, lost when it stops. Requests to /users need Authorization: Bearer and "
+            "memory, lost when the server stops. Requests to /users need Authorization: Bearer and "
             "the key in the API_KEY environment variable (unset it to need none).\n" % port)
         connection = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
         connection.request("GET", "/users")
@@ -265,24 +265,29 @@ def test_api_key_comes_from_the_environment_on_the_command_line():
     assert KEY not in banner
 
 
-START = "Open http://127.0.0.1:8000/ in a browser to explore the API. Users are kept in "
-
-
 @pytest.mark.parametrize("args, env, note", [
-    ([], {}, START + "memory, lost when it stops. No API key is needed."),
-    (["--db", "users.db"], {}, START + "the SQLite file users.db. No API key is needed."),
-    (["--api-key", KEY], {"API_KEY": "other"}, START + "memory, lost when it stops. Requests "
+    ([], {}, "memory, lost when the server stops. No API key is needed."),
+    (["--db", "DB"], {}, "the SQLite file DB. No API key is needed."),
+    (["--api-key", KEY], {"API_KEY": "other"}, "memory, lost when the server stops. Requests "
      "to /users need Authorization: Bearer and the key given with --api-key."),
-    ([], {"API_KEY": KEY}, START + "memory, lost when it stops. Requests to /users need "
+    ([], {"API_KEY": KEY}, "memory, lost when the server stops. Requests to /users need "
      "Authorization: Bearer and the key in the API_KEY environment variable (unset it to "
      "need none)."),
-    (["--api-key", ""], {"API_KEY": KEY}, START + "memory, lost when it stops. No API key is "
+    (["--api-key", ""], {"API_KEY": KEY}, "memory, lost when the server stops. No API key is "
      "needed."),
 ])
-def test_the_second_startup_line_says_what_a_newcomer_needs_next(args, env, note):
-    options = rest_users.parse_arguments(args)
-    assert rest_users.startup_note(options, 8000, env) == note
-    assert KEY not in note
+def test_the_second_startup_line_says_what_a_newcomer_needs_next(args, env, note, tmp_path):
+    db = str(tmp_path / "users.db")
+    options = rest_users.parse_arguments(["--port", "0"] + [db if arg == "DB" else arg
+                                                            for arg in args])
+    server = rest_users.make_server(options.host, options.port, db=options.db)
+    try:
+        told = rest_users.startup_note(options, server, env)
+    finally:
+        server.server_close()
+    assert told == ("Open http://127.0.0.1:%d/ in a browser to explore the API. Users are kept "
+                    "in %s" % (server.server_address[1], note.replace("DB", db)))
+    assert KEY not in told
 
 
 def test_make_server_reads_no_environment(monkeypatch):
@@ -2900,19 +2905,172 @@ def browser_dom(url, tmp_path):
 
 
 @needs_chromium
-def test_the_tour_shows_five_exchanges_in_a_browser(tmp_path):
+def test_the_tour_shows_every_verb_then_the_404_the_list_and_a_summary(tmp_path):
     running = start_server()
     try:
         dom = browser_dom("http://127.0.0.1:%d/#tour" % running.server_address[1], tmp_path)
     finally:
         stop_server(running)
-    steps = [(re.search(r'data-step="(\w+)"', tag).group(1),
+    steps = [(re.search(r'data-step="([\w ]+)"', tag).group(1),
               re.search(r'data-status="(\d+)"', tag).group(1))
              for tag in re.findall(r"<li [^>]*\btour\b[^>]*>", dom)]
     assert steps == [("POST", "201"), ("GET", "200"), ("PUT", "200"), ("PATCH", "200"),
-                     ("DELETE", "204")]
+                     ("DELETE", "204"), ("GET after DELETE", "404"), ("list", "200")]
     assert 'data-tour="done"' in dom
     assert "If-Match: &quot;1-json&quot;" in dom or 'If-Match: "1-json"' in dom
+    assert re.search(r'<p [^>]*\bid="tour-summary"[^>]*>That was the life of a resource: ', dom)
+
+
+class Browser:
+    """Headless Chromium, driven through its DevTools protocol on a pipe
+    (--remote-debugging-pipe: JSON messages ended by a NUL, read from file descriptor 3 and
+    written to 4), so that a test can click and type as a person would."""
+
+    def __init__(self, tmp_path):
+        to_browser, self.commands = os.pipe()
+        self.events, from_browser = os.pipe()
+
+        def give_the_pipes():  # in the child, before Chromium starts
+            os.dup2(to_browser, 3)
+            os.dup2(from_browser, 4)
+
+        self.process = subprocess.Popen(
+            [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+             "--disable-background-networking", "--disable-component-update", "--disable-sync",
+             "--remote-debugging-pipe", "--user-data-dir=" + str(tmp_path / "chromium"),
+             "about:blank"], pass_fds=(3, 4), preexec_fn=give_the_pipes,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        os.close(to_browser)
+        os.close(from_browser)
+        self.unread, self.last_id, self.session = b"", 0, None
+
+    def send(self, method, **params):
+        """Send one command and return its result."""
+        self.last_id += 1
+        message = {"id": self.last_id, "method": method, "params": params}
+        if self.session:
+            message["sessionId"] = self.session
+        os.write(self.commands, json.dumps(message).encode() + b"\0")
+        while True:
+            while b"\0" not in self.unread:
+                chunk = os.read(self.events, 65536)
+                assert chunk, "Chromium closed its pipe"
+                self.unread += chunk
+            reply, _, self.unread = self.unread.partition(b"\0")
+            reply = json.loads(reply)
+            if reply.get("id") == self.last_id:
+                assert "error" not in reply, reply
+                return reply["result"]
+
+    def open(self, url):
+        target = self.send("Target.createTarget", url=url)["targetId"]
+        self.session = self.send("Target.attachToTarget", targetId=target, flatten=True)[
+            "sessionId"]
+        self.wait_for("location.href === %s && document.readyState === 'complete'"
+                      % json.dumps(url))
+
+    def run(self, script):
+        """The value of a JavaScript expression in the page."""
+        result = self.send("Runtime.evaluate", expression=script, returnByValue=True)
+        assert "exceptionDetails" not in result, result
+        return result["result"].get("value")
+
+    def wait_for(self, script, seconds=10):
+        """Wait until a JavaScript expression is true in the page."""
+        deadline = time.monotonic() + seconds
+        while not self.run(script):
+            assert time.monotonic() < deadline, "never true: " + script
+            time.sleep(0.05)
+
+    def close(self):
+        self.process.kill()
+        self.process.wait(10)
+        os.close(self.commands)
+        os.close(self.events)
+
+
+@pytest.fixture
+def browser(tmp_path):
+    if CHROMIUM is None:
+        pytest.skip("Chromium is not installed (apt-get install chromium); .ci/run installs it")
+    driven = Browser(tmp_path)
+    yield driven
+    driven.close()
+
+
+LAST_EXCHANGE = "document.querySelector('#exchanges > li:last-child')"
+
+
+def requests_logged(err):
+    """The "METHOD target" of each request in a server's log lines."""
+    return re.findall(r'"([A-Z]+ \S+) HTTP/1\.1"', err)
+
+
+def test_a_stale_edit_in_the_explorer_gets_412_and_reload_lets_the_save_succeed(browser, capsys):
+    running = start_server(quiet=False)  # its log lines say which requests came, in order
+    try:
+        base = "http://127.0.0.1:%d" % running.server_address[1]
+        create(running, "Ada Lovelace", "ada@example.com")
+        browser.open(base + "/")
+        browser.wait_for("document.querySelector('#rows td:nth-child(2)')?.textContent"
+                         " === 'Ada Lovelace'")
+        capsys.readouterr()  # from here on: what the person does
+        browser.run("document.querySelector('#rows button').click()")  # Edit
+        browser.wait_for("document.getElementById('user-name').value === 'Ada Lovelace'")
+        call(running, "PATCH", "/users/1", {"name": "Grace Hopper"})  # someone else's change
+        browser.run("document.getElementById('user-name').value = 'Ada King';"
+                    "document.getElementById('send-PUT').click()")
+        browser.wait_for(LAST_EXCHANGE + ".dataset.status === '412'")
+        shown = browser.run(LAST_EXCHANGE + ".textContent")
+        assert 'If-Match: "1-json"' in shown
+        assert ("Nothing was written: someone changed this user after you opened it, so "
+                '"1-json" is no longer its ETag. Reload it to see their change, then make '
+                "yours again.") in shown
+        assert browser.run("document.getElementById('reload-user').textContent") == (
+            "Reload user 1 (GET)")
+        assert requests_logged(capsys.readouterr().err) == [
+            "GET /users/1", "PATCH /users/1", "PUT /users/1"]  # no GET between open and write
+        assert call(running, "GET", "/users/1").json()["name"] == "Grace Hopper"
+        capsys.readouterr()  # the log line of that GET
+
+        browser.run("document.getElementById('reload-user').click()")
+        browser.wait_for("document.getElementById('user-name').value === 'Grace Hopper'")
+        browser.run("document.getElementById('user-name').value = 'Ada King';"
+                    "document.getElementById('send-PUT').click()")
+        browser.wait_for("[...document.querySelectorAll('#exchanges > li[data-status=\"200\"]"
+                         " > pre:first-of-type')].some(pre => pre.textContent.startsWith('PUT'))")
+        assert requests_logged(capsys.readouterr().err) == [
+            "GET /users/1", "PUT /users/1", "GET /users?sort=id&limit=10"]
+        assert call(running, "GET", "/users/1").json()["name"] == "Ada King"
+    finally:
+        stop_server(running)
+
+
+def test_the_explorer_keeps_errors_in_view_and_names_the_store(browser, capsys, tmp_path):
+    db = str(tmp_path / "users.db")
+    running = start_server(db=db, quiet=False)
+    try:
+        browser.open("http://127.0.0.1:%d/" % running.server_address[1])
+        browser.wait_for("document.getElementById('total').textContent !== ''")
+        assert browser.run("document.getElementById('store').textContent") == (
+            "Users are kept in the SQLite file %s." % db)
+        capsys.readouterr()
+        browser.run("document.getElementById('user-name').value = 'Ada';"
+                    "document.getElementById('user-email').value = 'no-at-sign';"
+                    "document.getElementById('send-POST').click()")
+        browser.wait_for(LAST_EXCHANGE + ".dataset.status === '422'")
+        time.sleep(0.3)  # time enough for a re-list, which must not come
+        assert requests_logged(capsys.readouterr().err) == ["POST /users"]
+        assert browser.run(LAST_EXCHANGE + ".dataset.status") == "422"
+        for method in ("PUT", "PATCH", "DELETE"):
+            browser.run("document.getElementById('user-id').value = '';"
+                        "document.getElementById('send-%s').click()" % method)
+            assert browser.run("document.getElementById('user-id-note').textContent") == (
+                "Enter the id of a user, or press Edit in the list, to open it first.")
+            assert browser.run("document.activeElement.id") == "user-id"
+        assert requests_logged(capsys.readouterr().err) == []
+    finally:
+        stop_server(running)
 
 
 @needs_chromium
