@@ -1609,6 +1609,9 @@ def if_match_mistake(header, fmt):
     """The detail of a 412: the likely mistake in an If-Match that names no current tag."""
     tags = [opaque for _, opaque in ENTITY_TAG.findall(header)]
     other = XML if fmt is JSON else JSON
+    if not header.strip():
+        return ("If-Match is empty: send the ETag a GET gave, with its quotes, or leave the "
+                "header out.")
     if not tags:  # RFC 9110 §8.8.3: an entity tag is a quoted string
         return ('ETags are quoted: send If-Match: "%s", with the quotes, as the ETag header '
                 'gave it.' % printable(header.strip()))

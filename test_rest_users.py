@@ -233,9 +233,11 @@ def test_port_in_use_is_one_clear_line(auth_server, capsys):
 def test_unwritable_db_is_one_clear_line(tmp_path, capsys):
     db = str(tmp_path / "missing-folder" / "users.db")
     status, out, err = failed_start(capsys, "--port", "0", "--db", db)
+    with pytest.raises(sqlite3.Error) as refused:  # in this interpreter's sqlite3's words
+        sqlite3.connect(db)
     assert status == 1
     assert out == ""
-    assert err == "rest_users: cannot start on %s: unable to open database file\n" % db
+    assert err == "rest_users: cannot start on %s: %s\n" % (db, refused.value)
 
 
 def test_help_explains_every_option():
@@ -1712,6 +1714,8 @@ def test_if_match_with_the_current_tag_writes(server, if_match):
                        "current ETag); GET it again and retry."),
     (None, "2-json", 'ETags are quoted: send If-Match: "2-json", with the quotes, as the ETag '
                      'header gave it.'),
+    (None, "", "If-Match is empty: send the ETag a GET gave, with its quotes, or leave the "
+               "header out."),
     (None, '"2-xml"', 'If-Match names "2-xml", a tag of the XML representation, and this '
                       'request asks for JSON: each format has its own ETag, so send the one a '
                       'GET in JSON gave.'),
