@@ -2233,9 +2233,10 @@ async function tour() {
   await listUsers(undefined, true, "list");
   const summary = element("p", NOTES.SUMMARY, "note");
   summary.id = "tour-summary";
-  byId("exchanges").append(element("li", undefined, "summary"));
-  byId("exchanges").lastChild.append(summary);
-  summary.scrollIntoView({ block: "nearest" });
+  const item = element("li", undefined, "summary");
+  item.append(summary);
+  byId("exchanges").append(item);
+  item.scrollIntoView({ block: "nearest" });
   document.body.dataset.tour = "done";
 }
 
