@@ -2893,36 +2893,6 @@ def test_head_of_the_explorer_has_its_headers(server):
 
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed "
-                                    "(apt-get install chromium); .ci/run installs it")
-
-
-def browser_dom(url, tmp_path):
-    """The DOM of a page after headless Chromium has run its script."""
-    result = subprocess.run(
-        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--no-first-run",
-         "--user-data-dir=" + str(tmp_path / "chromium"), "--dump-dom",
-         "--virtual-time-budget=10000", url],
-        capture_output=True, text=True, timeout=60)
-    return result.stdout
-
-
-@needs_chromium
-def test_the_tour_shows_every_verb_then_the_404_the_list_and_a_summary(tmp_path):
-    running = start_server()
-    try:
-        dom = browser_dom("http://127.0.0.1:%d/#tour" % running.server_address[1], tmp_path)
-    finally:
-        stop_server(running)
-    steps = [(re.search(r'data-step="([\w ]+)"', tag).group(1),
-              re.search(r'data-status="(\d+)"', tag).group(1))
-             for tag in re.findall(r"<li [^>]*\btour\b[^>]*>", dom)]
-    assert steps == [("POST", "201"), ("GET", "200"), ("PUT", "200"), ("PATCH", "200"),
-                     ("DELETE", "204"), ("GET after DELETE", "404"), ("list", "200")]
-    assert 'data-tour="done"' in dom
-    assert "If-Match: &quot;1-json&quot;" in dom or 'If-Match: "1-json"' in dom
-    assert re.search(r'<p [^>]*\bid="tour-summary"[^>]*>That was the life of a resource: ', dom)
 
 
 class Browser:
@@ -2930,7 +2900,7 @@ class Browser:
     (--remote-debugging-pipe: JSON messages ended by a NUL, read from file descriptor 3 and
     written to 4), so that a test can click and type as a person would."""
 
-    def __init__(self, tmp_path):
+    def __init__(self, profile):
         to_browser, self.commands = os.pipe()
         self.events, from_browser = os.pipe()
 
@@ -2941,12 +2911,12 @@ class Browser:
         self.process = subprocess.Popen(
             [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
              "--disable-background-networking", "--disable-component-update", "--disable-sync",
-             "--remote-debugging-pipe", "--user-data-dir=" + str(tmp_path / "chromium"),
+             "--remote-debugging-pipe", "--user-data-dir=" + str(profile),
              "about:blank"], pass_fds=(3, 4), preexec_fn=give_the_pipes,
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         os.close(to_browser)
         os.close(from_browser)
-        self.unread, self.last_id, self.session = b"", 0, None
+        self.unread, self.last_id, self.session, self.target = b"", 0, None, None
 
     def send(self, method, **params):
         """Send one command and return its result."""
@@ -2967,8 +2937,12 @@ class Browser:
                 return reply["result"]
 
     def open(self, url):
-        target = self.send("Target.createTarget", url=url)["targetId"]
-        self.session = self.send("Target.attachToTarget", targetId=target, flatten=True)[
+        """Open url in a new tab, in place of the last one, and wait until it has loaded."""
+        if self.session:
+            self.session = None  # the tab is closed by the browser, not by itself
+            self.send("Target.closeTarget", targetId=self.target)
+        self.target = self.send("Target.createTarget", url=url)["targetId"]
+        self.session = self.send("Target.attachToTarget", targetId=self.target, flatten=True)[
             "sessionId"]
         self.wait_for("location.href === %s && document.readyState === 'complete'"
                       % json.dumps(url))
@@ -2993,13 +2967,32 @@ class Browser:
         os.close(self.events)
 
 
-@pytest.fixture
-def browser(tmp_path):
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    """One Chromium for the module's browser tests; each opens its page in a new tab."""
     if CHROMIUM is None:
         pytest.skip("Chromium is not installed (apt-get install chromium); .ci/run installs it")
-    driven = Browser(tmp_path)
+    driven = Browser(tmp_path_factory.mktemp("chromium"))
     yield driven
     driven.close()
+
+
+def test_the_tour_shows_every_verb_then_the_404_the_list_and_a_summary(browser):
+    running = start_server()
+    try:
+        browser.open("http://127.0.0.1:%d/#tour" % running.server_address[1])
+        browser.wait_for("document.body.dataset.tour === 'done'")
+        dom = browser.run("document.documentElement.outerHTML")
+    finally:
+        stop_server(running)
+    steps = [(re.search(r'data-step="([\w ]+)"', tag).group(1),
+              re.search(r'data-status="(\d+)"', tag).group(1))
+             for tag in re.findall(r"<li [^>]*\btour\b[^>]*>", dom)]
+    assert steps == [("POST", "201"), ("GET", "200"), ("PUT", "200"), ("PATCH", "200"),
+                     ("DELETE", "204"), ("GET after DELETE", "404"), ("list", "200")]
+    assert 'data-tour="done"' in dom
+    assert "If-Match: &quot;1-json&quot;" in dom or 'If-Match: "1-json"' in dom
+    assert re.search(r'<p [^>]*\bid="tour-summary"[^>]*>That was the life of a resource: ', dom)
 
 
 LAST_EXCHANGE = "document.querySelector('#exchanges > li:last-child')"
@@ -3077,12 +3070,13 @@ def test_the_explorer_keeps_errors_in_view_and_names_the_store(browser, capsys, 
         stop_server(running)
 
 
-@needs_chromium
-def test_user_data_is_shown_as_text_in_a_browser(tmp_path):
+def test_user_data_is_shown_as_text_in_a_browser(browser):
     running = start_server()
     try:
         create(running, name="<img src=x onerror=alert(1)>", email="xss@example.com")
-        dom = browser_dom("http://127.0.0.1:%d/" % running.server_address[1], tmp_path)
+        browser.open("http://127.0.0.1:%d/" % running.server_address[1])
+        browser.wait_for("document.querySelector('#rows td') !== null")
+        dom = browser.run("document.documentElement.outerHTML")
     finally:
         stop_server(running)
     assert "<td>&lt;img src=x onerror=alert(1)&gt;</td>" in dom
