@@ -2415,10 +2415,41 @@ def user_success(status, description, *extra_headers):
                      "content": body_content(json_schema_ref("User"))}}
 
 
+DESCRIPTIONS = {  # what a viewer shows under each operation's summary
+    "getIndex": 'Where things are: {"users": "/users"}, in JSON or XML. A browser, which ranks '
+                "text/html first, gets the explorer page instead.",
+    "headIndex": "The headers GET / would send, without the body.",
+    "optionsIndex": "The methods / takes, in Allow.",
+    "getOpenApi": "This OpenAPI 3.1 document, open without the key.",
+    "headOpenApi": "The headers GET /openapi.json would send, without the body.",
+    "optionsOpenApi": "The methods /openapi.json takes, in Allow.",
+    "listUsers": "A page of users, in id order unless sort says otherwise, with X-Total-Count "
+                 "(how many match, on all pages) and a Link header to the first, last, "
+                 "previous and next pages.",
+    "headUsers": "The headers GET /users would send (X-Total-Count, Link), without the body.",
+    "createUser": "Creates a user from a name and an email; the server assigns the id. The "
+                  "answer is 201 with the user, its ETag, and its address in Location.",
+    "optionsUsers": "The methods /users takes, in Allow; also the answer to a CORS preflight.",
+    "getUser": "One user and its ETag. With If-None-Match naming that ETag the answer is 304 "
+               "without a body: your copy is current.",
+    "headUser": "The headers GET /users/{id} would send (its ETag), without the body.",
+    "replaceUser": "Replaces the name and the email, both required; it never creates. Send the "
+                   "ETag you read as If-Match: if the user changed since, the answer is 412 "
+                   "and nothing is written.",
+    "patchUser": "Changes only the fields sent: a JSON merge patch (RFC 7396) or partial XML. "
+                 "If-Match guards it as it guards PUT.",
+    "deleteUser": "Deletes the user: 204, and a GET after it is 404. If-Match guards it as it "
+                  "guards PUT.",
+    "optionsUser": "The methods /users/{id} takes, in Allow, whether or not the user exists; "
+                   "also the answer to a CORS preflight.",
+}
+
+
 def operation(operation_id, summary, answers, *, auth, tag="users", parameters=(), body=None):
     """One operation; `auth` marks it as needing the Bearer token, and every other one says
     it is open with an empty security list, as OpenAPI tools expect."""
-    described = {"operationId": operation_id, "summary": summary, "tags": [tag],
+    described = {"operationId": operation_id, "summary": summary,
+                 "description": DESCRIPTIONS[operation_id], "tags": [tag],
                  "security": [{"bearerAuth": []}] if auth else [], "responses": answers}
     if parameters:
         described["parameters"] = list(parameters)
@@ -2432,7 +2463,8 @@ def head_operation(get, operation_id, summary):
     client reads none."""
     answers = {code: {key: value for key, value in response.items() if key != "content"}
                for code, response in get["responses"].items()}
-    return dict(get, operationId=operation_id, summary=summary, responses=answers)
+    return dict(get, operationId=operation_id, summary=summary,
+                description=DESCRIPTIONS[operation_id], responses=answers)
 
 
 def options_operation(operation_id, summary, tag="users"):

@@ -3148,6 +3148,7 @@ def test_every_operation_has_a_unique_id_and_a_declared_tag(server, auth_server)
         declared = {tag["name"] for tag in document["tags"]}
         for path, method, operation in operations(document):
             assert len(operation["tags"]) == 1 and operation["tags"][0] in declared
+            assert len(operation["description"]) > len(operation["summary"]), (path, method)
     named = {(path, method): operation["operationId"]
              for path, method, operation in operations(openapi(server))}
     assert named[("/users", "get")] == "listUsers"
