@@ -2576,6 +2576,14 @@ def test_http_readers_racing_writers_get_whole_versions_and_no_500(server):
     assert len(statuses) > 50
 
 
+@pytest.mark.parametrize("name", ['Ada "the" Countess', "back\\slash", "</user>&<b>", "Zoë 🦉 李",
+                                  "\u2028\u0085\u00a0", " padded ", "x" * 200])
+def test_the_speed_ups_templates_render_a_user_as_the_core_does(name):
+    user = rest_users.User(7, name, "a+b@example.com", 3)
+    assert rest_users.user_json(user) == rest_users.render_user(user, rest_users.JSON)
+    assert rest_users.user_xml(user) == rest_users.render_user(user, rest_users.XML)
+
+
 def test_make_server_serves_the_speed_ups_unless_plain():
     default = rest_users.make_server("127.0.0.1", 0)
     plain = rest_users.make_server("127.0.0.1", 0, plain=True)
