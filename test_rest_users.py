@@ -2913,8 +2913,12 @@ class Browser:
         self.events, from_browser = os.pipe()
 
         def give_the_pipes():  # in the child, before Chromium starts
-            os.dup2(to_browser, 3)
-            os.dup2(from_browser, 4)
+            import fcntl  # POSIX only, as --remote-debugging-pipe is
+            # first above 10, so that neither pipe is overwritten if it was 3 or 4 itself
+            reading, writing = [fcntl.fcntl(pipe, fcntl.F_DUPFD, 10)
+                                for pipe in (to_browser, from_browser)]
+            os.dup2(reading, 3)
+            os.dup2(writing, 4)
 
         self.process = subprocess.Popen(
             [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
