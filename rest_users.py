@@ -1614,20 +1614,19 @@ def check_api_key(key, method, path, headers):
 
 def if_match_mistake(header, fmt):
     """The detail of a 412: the likely mistake in an If-Match that names no current tag."""
-    tags = [opaque for _, opaque in ENTITY_TAG.findall(header)]
-    other = XML if fmt is JSON else JSON
     if not header.strip():
         return ("If-Match is empty: send the ETag a GET gave, with its quotes, or leave the "
                 "header out.")
+    tags = [opaque for _, opaque in ENTITY_TAG.findall(header)]
     if not tags:  # RFC 9110 §8.8.3: an entity tag is a quoted string
         return ('ETags are quoted: send If-Match: "%s", with the quotes, as the ETag header '
                 'gave it.' % printable(header.strip()))
-    for tag in tags:
-        if tag.endswith('-%s"' % other.name):
-            return ("If-Match names %s, a tag of the %s representation, and this request "
-                    "asks for %s: each format has its own ETag, so send the one a GET in %s "
-                    "gave." % (printable(tag), other.name.upper(), fmt.name.upper(),
-                               fmt.name.upper()))
+    other = XML if fmt is JSON else JSON
+    stray = [tag for tag in tags if tag.endswith('-%s"' % other.name)]
+    if stray:  # JSON and XML have different tags (RFC 9110 §8.8.3)
+        return ("If-Match names %s, a tag of the %s representation, and this request asks "
+                "for %s: each format has its own ETag, so send the one a GET in %s gave."
+                % (printable(stray[0]), other.name.upper(), fmt.name.upper(), fmt.name.upper()))
     return ("The user has changed since you read it (If-Match does not name its current "
             "ETag); GET it again and retry.")
 
