@@ -419,7 +419,8 @@ def test_create_read_update_delete_against_the_users_service(users):
                            body='{"name": "Ada King"}'))
     assert resp.status_code == 200 and json.loads(resp.body)["name"] == "Ada King"
     resp, _ = send(Request(Method.DELETE, users.url + location, headers=auth))
-    assert (resp.status_code, resp.body) == (204, "")
+    assert resp.status_code == 200
+    assert json.loads(resp.body) == {"id": 1, "name": "Ada King", "email": "ada@example.com"}
     resp, _ = send(Request(Method.GET, users.url + location, headers=auth))
     assert resp.status_code == 404
     assert resp.headers["Content-Type"] == ["application/problem+json"]
@@ -483,7 +484,10 @@ def test_cli_crud_with_the_key_from_api_key(users):
     assert json.loads(put.stdout)["name"] == "Cli 2"
     delete = run_cli("DELETE", path, "-i", api_key=KEY)
     assert delete.returncode == 0
-    assert delete.stdout.startswith(b"HTTP/1.1 204 No Content\n")
+    assert delete.stdout.startswith(b"HTTP/1.1 200 OK\n")
+    assert json.loads(delete.stdout.split(b"\n\n", 1)[1]) == dict(user, name="Cli 2")
+    minimal = run_cli("DELETE", path, "-i", "-H", "Prefer: return=minimal", api_key=KEY)
+    assert minimal.stdout.startswith(b"HTTP/1.1 404 Not Found\n")  # it is gone
 
 
 def test_cli_sends_the_api_key_and_custom_headers(scripted):
