@@ -1,10 +1,8 @@
 #!/usr/bin/env python3
 """A users REST service in one file, built on nothing but the Python standard library.
 
-Run it (Python 3.6 or newer, or PyPy 3; nothing to install):
-
-    python rest_users.py                      # http://127.0.0.1:8000/users, kept in memory
-    python rest_users.py --help               # the options: a SQLite file, a key, ...
+Run it with Python 3.6 or newer, or PyPy 3, and nothing to install: `python rest_users.py`
+serves http://127.0.0.1:8000/users, kept in memory; `--help` lists the options.
 
 The resource (the README walks through it with curl):
 
@@ -15,31 +13,33 @@ The resource (the README walks through it with curl):
     PATCH  /users/{id}   change some fields (JSON merge patch, RFC 7396, or partial XML)
     DELETE /users/{id}   delete it: 200 with the user as it was
 
-This file is the whole service in plain Python, up to the banner "Appendices: you can stop
-reading here"; saved on its own, that part runs as
-UsersServer(("127.0.0.1", 8000), MemoryStore()).serve_forever(). A request travels so:
+Up to the banner "Appendices: you can stop reading here" this file is the whole service
+in plain Python, and runs on its own: UsersServer(("127.0.0.1", 8000), MemoryStore()).
+serve_forever(). A request travels through it so:
 
- 1. UsersServer (http.server's HTTPServer, a thread per connection) accepts a connection
-    and gives it a UsersHandler. http.server reads the request line and the header fields,
-    then calls do_GET, do_POST, ... which are all handle_api_request.
- 2. route_request checks the request in a fixed order: who asks (check_caller: the API
-    key), the path against the route table ROUTES (find_route), the method, and the format
-    the client accepts (negotiate).
+ 1. UsersServer, an http.server with a thread per connection, gives each connection a
+    UsersHandler. http.server reads the request line and header fields, then calls do_GET,
+    do_POST, ... which are all handle_api_request.
+ 2. route_request checks, in this order, who asks (check_caller: the API key), the path
+    (find_route, in the table ROUTES), the method, and the format asked for (negotiate).
  3. The route's method does the work: create_user, for one, reads the body
-    (read_user_body), checks it (validate_user) and asks the store to add the user
-    (MemoryStore, or the SQLite store of Appendix C, which has the same methods).
- 4. The answer is rendered as JSON or XML (render_user) and sent by respond. Anything that
-    goes wrong on the way raises ApiError, which handle_api_request answers as an RFC 9457
-    problem (send_problem).
+    (read_user_body), checks it (validate_user) and has the store add the user.
+ 4. respond sends the answer, in JSON or XML (render_user). What goes wrong on the way
+    raises ApiError, which handle_api_request answers as an RFC 9457 problem.
 
-Each appendix builds on what comes before it, by subclassing it or by overriding a hook
-the core leaves for it (check_caller, extra_headers, ...): A, the edge (strict reading of
-requests, 100-continue, the Host check, the 408 and the graceful stop); B, answers that
-teach (the 412's likely mistake, errors for clients that take only problem details); C,
-the options (SQLite, CORS, a fake API); D, the explorer page; E, the OpenAPI document; F,
-the speed-ups, which change how bytes are parsed and assembled and what is kept, never what
-is decided; G, the default server that composes them all, make_server, running() for test
-suites, and the command line.
+Each appendix subclasses the core, overriding hooks it leaves (which do the plain thing):
+ A. EdgeHandler: strict framing (parse_request, content_length), the 413 and 100-continue
+    (read_body), drained bodies (leave_unread_body), XML bodies (body_reader), the Host
+    check (check_caller), problem bodies for http.server's own errors (send_error), the
+    idle timeout and the 408 (handle_one_request); EdgeServer: the graceful stop.
+ B. TeachingHandler: the 412's likely mistake (precondition_detail), and problem-only
+    clients (negotiate, problem_format, store, respond).
+ C. SQLiteStore; CorsHandler (extra_headers, answer_options); FakeApiHandler (check_caller
+    for --fail-rate, respond for --delay).
+ D, E. ExplorerHandler and OpenApiHandler add the routes / and /openapi.json.
+ F. FastHandler changes how bytes are read and written and what is kept, never a decision
+    (parse_request, negotiate, users_page, render, write_response, serves_host).
+ G. DefaultServer composes them all; then make_server, running() and the command line.
 
 Use it to learn, to test and as a fake API. http.server is not a hardened server: put a
 real web server in front of it before the internet.
@@ -48,6 +48,7 @@ real web server in front of it before the internet.
 import argparse
 import base64
 import contextlib
+import email.message
 import email.utils
 import functools
 import hashlib
@@ -70,17 +71,10 @@ import xml.etree.ElementTree as ElementTree
 from collections import namedtuple
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, HTTPServer
-from json.encoder import encode_basestring as encode_json_string
 from os import environ
 from socketserver import ThreadingMixIn
 from urllib.parse import parse_qsl, urlencode, urlsplit
 from xml.parsers import expat
-from xml.sax.saxutils import escape
-
-DEFAULT_HOST = "127.0.0.1"
-DEFAULT_PORT = 8000
-DEFAULT_MAX_BODY = 1024 * 1024  # bytes
-DEFAULT_IDLE_TIMEOUT = 30  # seconds before an idle connection is dropped
 
 MAX_NAME_LENGTH = 200
 MAX_EMAIL_LENGTH = 254  # the longest address SMTP can carry (RFC 5321 §4.5.3.1.3)
@@ -127,8 +121,8 @@ Route = namedtuple("Route", "path pattern actions allow")
 
 
 def route(path, pattern, actions):
-    """A Route: its path as OpenAPI writes it, the regular expression that matches it, the
-    handler method for each verb, and its Allow header (HEAD goes with GET)."""
+    """A Route: its path as OpenAPI writes it, its pattern, the handler method for each
+    verb, and its Allow header (HEAD goes with GET)."""
     verbs = list(actions) + (["HEAD"] if "GET" in actions else []) + ["OPTIONS"]
     return Route(path, re.compile(pattern), actions, ", ".join(verbs))
 
@@ -139,7 +133,6 @@ ROUTES = [
           {"GET": "get_user", "PUT": "replace_user", "PATCH": "patch_user",
            "DELETE": "delete_user"}),
 ]
-METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")  # all the service has
 
 
 def find_route(routes, path):
@@ -156,17 +149,17 @@ def find_route(routes, path):
 # -- The handler: one request after another on one connection ------------------------------
 
 class UsersHandler(BaseHTTPRequestHandler):
-    """Answers the requests of one connection, one after another; the server's settings
-    (store, key, ...) are attributes of self.server."""
+    """Answers one connection's requests, one after another; settings are on self.server."""
 
     protocol_version = "HTTP/1.1"  # persistent connections
     server_version = "rest_users/1.0"
     routes = ROUTES  # an appendix adds a route by extending this list in a subclass
+    body_types = "application/json (and for PATCH application/merge-patch+json)"
     headers = None  # the request's header fields, once http.server has read them
     body_read = False  # whether this request's body has been read
 
     def handle_api_request(self):
-        """Answer the request; any error becomes a problem response here, in one place."""
+        """Answer the request; any error becomes a problem response here."""
         self.body_read = False
         try:
             self.route_request()
@@ -182,8 +175,7 @@ class UsersHandler(BaseHTTPRequestHandler):
     do_GET = do_HEAD = do_POST = do_PUT = do_PATCH = do_DELETE = do_OPTIONS = handle_api_request
 
     def route_request(self):
-        """Check who asks, the path, the method and the format, in that order; then call
-        the route's method with what its path captured (a user id)."""
+        """Check who asks, the path, the method and the format, in that order; then act."""
         path, _, self.query = self.path.partition("?")
         self.check_caller()
         found, arguments = find_route(self.routes, path)
@@ -198,14 +190,22 @@ class UsersHandler(BaseHTTPRequestHandler):
         getattr(self, action)(*arguments)
 
     def check_caller(self):
-        """The checks before all others, so that a stranger learns nothing: the API key."""
-        check_api_key(self.server.api_key, self.command, self.path.partition("?")[0],
-                      self.headers)
-
-    @property
-    def store(self):
-        """The store this request reads and writes."""
-        return self.server.store
+        """With an API key, a /users request without it is a 401 (RFC 6750), before any
+        other check, so a stranger learns nothing about the API. OPTIONS stays open (CORS)."""
+        key, path = self.server.api_key, self.path.partition("?")[0]
+        if key is None or self.command == "OPTIONS" or not under_users(path):
+            return
+        scheme, _, token = (self.headers.get("Authorization") or "").strip().partition(" ")
+        token = token.strip()
+        if scheme.lower() != "bearer" or not token or " " in token:
+            raise ApiError(HTTPStatus.UNAUTHORIZED,
+                           "This request needs the header Authorization: Bearer <API key>.",
+                           headers=[("WWW-Authenticate", 'Bearer realm="users"')])
+        # compare_digest takes as long for a near miss as for a far one: no timing hints
+        if not hmac.compare_digest(token.encode("latin-1"), key.encode("utf-8")):
+            raise ApiError(HTTPStatus.UNAUTHORIZED, "The Bearer token is not the API key.",
+                           headers=[("WWW-Authenticate",
+                                     'Bearer realm="users", error="invalid_token"')])
 
     # -- the routes ----------------------------------------------------------------------
 
@@ -280,14 +280,8 @@ class UsersHandler(BaseHTTPRequestHandler):
         return fmt
 
     def read_body(self):
-        """Read the body framed by Content-Length; 413 when it is larger than the server
-        takes, refused without reading it (the connection then closes)."""
+        """Read the body, as long as its Content-Length says."""
         length = self.content_length()
-        if length > self.server.max_body:
-            raise ApiError(HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
-                           "The body is %d bytes; this service takes at most %d."
-                           % (length, self.server.max_body))
-        self.before_reading_body()
         self.body_read = True
         body = self.rfile.read(length)
         if len(body) < length:
@@ -296,12 +290,7 @@ class UsersHandler(BaseHTTPRequestHandler):
         return body
 
     def content_length(self):
-        """The Content-Length as an integer (0 when absent); 400 when it is not digits, 411
-        for a chunked body, which http.server cannot read."""
-        if "Transfer-Encoding" in self.headers:
-            self.close_connection = True  # the chunks would be read as the next request
-            raise ApiError(HTTPStatus.LENGTH_REQUIRED, "Chunked bodies are not accepted; "
-                           "send the body with a Content-Length.")
+        """The Content-Length as an integer (0 when absent); 400 when it is not digits."""
         value = self.headers.get("Content-Length", "0").strip()
         if not DIGITS.fullmatch(value):
             self.close_connection = True  # RFC 9112 §6.3: the framing cannot be trusted
@@ -309,27 +298,27 @@ class UsersHandler(BaseHTTPRequestHandler):
                            "Content-Length must be one whole number of bytes.")
         return int(value)
 
-    def before_reading_body(self):
-        """Called just before the body is read: nothing to do here (the edge sends the
-        100 Continue a client may be waiting for)."""
-
     def read_user_body(self, merge_patch=False):
         """Read the body and parse it as its Content-Type says into (field, value) pairs."""
         body = self.read_body()
         if not body:
             raise ApiError(HTTPStatus.BAD_REQUEST, "This request needs a user in its body.")
         media_type, charset = parse_content_type(self.headers.get("Content-Type", ""))
-        reader = BODY_READERS.get(media_type)
+        reader = self.body_reader(media_type)
         if reader is None or charset not in (None, "utf-8") or (
                 media_type == MERGE_PATCH and not merge_patch):
-            sent = self.headers.get("Content-Type", "untyped")
-            raise ApiError(HTTPStatus.UNSUPPORTED_MEDIA_TYPE, "The body must be %s, not %s."
-                           % (SUPPORTED_BODY_TYPES, printable(sent)))
+            raise ApiError(HTTPStatus.UNSUPPORTED_MEDIA_TYPE, "The body must be %s, in UTF-8, "
+                           "not %s." % (self.body_types, printable(
+                               self.headers.get("Content-Type", "untyped"))))
         try:
             text = body.decode("utf-8")
         except UnicodeDecodeError:
             raise ApiError(HTTPStatus.BAD_REQUEST, "The body is not valid UTF-8.") from None
         return reader(text)
+
+    def body_reader(self, media_type):
+        """The function that reads a body of this media type into pairs, or None."""
+        return BODY_READERS.get(media_type)
 
     def check_if_match(self, user):
         """Refuse a write with 412 unless If-Match names the user's current tag (RFC 9110
@@ -340,7 +329,7 @@ class UsersHandler(BaseHTTPRequestHandler):
             raise ApiError(HTTPStatus.PRECONDITION_FAILED, self.precondition_detail(header))
 
     def precondition_detail(self, header):
-        """What a 412 says."""
+        """What a 412 says (Appendix B names the likely mistake)."""
         return ("The user has changed since you read it (If-Match does not name its current "
                 "ETag); GET it again and retry.")
 
@@ -363,23 +352,6 @@ class UsersHandler(BaseHTTPRequestHandler):
     def problem_format(self):
         """The format of an error: the one the client prefers, else JSON."""
         return choose_format(self.headers.get("Accept", "") if self.headers else "") or JSON
-
-    def send_error(self, code, message=None, explain=None):
-        """Answer the errors http.server finds itself (400, 414, 431, 501...) as problems."""
-        self.close_connection = True  # the request may not have been read to its end
-        status = HTTPStatus(code)
-        error = ApiError(status, (explain or message or status.description) + ".")
-        self.send_problem(self.unknown_method_error() if code == 501 else error)
-
-    def unknown_method_error(self):
-        """The 501 for a method this service does not have, unless check_caller refuses the
-        request first: a stranger learns no methods before the 401."""
-        try:
-            self.check_caller()
-        except ApiError as refused:
-            return refused
-        return ApiError(HTTPStatus.NOT_IMPLEMENTED, "This service does not implement %s; it "
-                        "implements %s." % (printable(self.command), ", ".join(METHODS)))
 
     def respond(self, status, body=b"", content_type=None, headers=()):
         """Send a whole response: status line, header fields and body (none for HEAD)."""
@@ -404,12 +376,10 @@ class UsersHandler(BaseHTTPRequestHandler):
         return []
 
     def leave_unread_body(self):
-        """A body nobody read would be taken for the next request, so the connection closes
+        """A body nobody read would be taken for the next request: the connection closes
         after this answer (RFC 9112 §9.3; the edge reads and drops a small body instead)."""
-        if self.headers is None:
-            return
-        length = self.headers.get("Content-Length", "0").strip()
-        if "Transfer-Encoding" in self.headers or length not in ("", "0"):
+        if self.headers is not None and ("Transfer-Encoding" in self.headers or
+                                         self.headers.get("Content-Length", "0").strip() != "0"):
             self.close_connection = True
 
     def write_response(self, status, fields, body):
@@ -421,24 +391,13 @@ class UsersHandler(BaseHTTPRequestHandler):
         if self.command != "HEAD":
             self.wfile.write(body)
 
-    # -- the connection --------------------------------------------------------------------
-
     def setup(self):
-        """Set the idle timeout, and send each write at once."""
-        self.timeout = self.server.idle_timeout
+        """Take the server's store, and send each write at once."""
+        self.store = self.server.store
         super().setup()
-        # A response leaves in two writes, head and body: Nagle's algorithm would hold the
-        # second back until the client's delayed ACK, about 40 ms later.
+        # head and body leave in two writes: Nagle's algorithm would hold the second back
+        # until the client's delayed ACK, some 40 ms
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-    def version_string(self):
-        """The Server field: this service, without the Python version behind it."""
-        return self.server_version
-
-    def log_request(self, code="-", size="-"):
-        """One line per request on stderr, unless --quiet."""
-        if not self.server.quiet:
-            super().log_request(code, size)
 
 
 def under_users(path):
@@ -446,22 +405,6 @@ def under_users(path):
     return path == "/users" or path.startswith("/users/")
 
 
-def check_api_key(key, method, path, headers):
-    """With an API key, refuse a /users request without it (RFC 6750): 401 before anything
-    else, so a stranger learns nothing about the API. OPTIONS stays open, for CORS."""
-    if key is None or method == "OPTIONS" or not under_users(path):
-        return
-    scheme, _, token = (headers.get("Authorization") or "").strip().partition(" ")
-    token = token.strip()
-    if scheme.lower() != "bearer" or not token or " " in token:
-        raise ApiError(HTTPStatus.UNAUTHORIZED,
-                       "This request needs the header Authorization: Bearer <API key>.",
-                       headers=[("WWW-Authenticate", 'Bearer realm="users"')])
-    # compare_digest takes as long for a near miss as for a far one: no timing hints
-    if not hmac.compare_digest(token.encode("latin-1"), key.encode("utf-8")):
-        raise ApiError(HTTPStatus.UNAUTHORIZED, "The Bearer token is not the API key.",
-                       headers=[("WWW-Authenticate",
-                                 'Bearer realm="users", error="invalid_token"')])
 # -- Users: the model and its validation ---------------------------------------------------
 
 User = namedtuple("User", "id name email version")
@@ -483,10 +426,10 @@ def printable(text):
 
 
 def describe(value):
-    """Name the kind of a value a client sent, for error messages."""
+    """Name the kind of a value a client sent; a body reader's own kind names itself."""
     kinds = {type(None): "null", bool: "true or false", int: "a number", float: "a number",
-             ObjectPairs: "an object", NestedXmlElement: "an element with child elements"}
-    return kinds.get(type(value), "an array")
+             ObjectPairs: "an object", list: "an array"}
+    return kinds.get(type(value)) or str(value)
 
 
 def check_text(value):
@@ -561,7 +504,6 @@ def validate_user(pairs, *, path_id=None, partial=False):
 
 
 # -- Storage -----------------------------------------------------------------------------
-# -- Storage -----------------------------------------------------------------------------
 # Every store has the same few methods, so the handler need not know which it has (the
 # SQLite one is in Appendix C). update() and delete() take a function that the store calls
 # on the current user while it holds its lock: that is how a precondition (If-Match) and
@@ -577,11 +519,12 @@ class MemoryStore:
 
     kept_in = "memory, lost when the server stops"  # where the users are, for people
 
-    def __init__(self):
+    def __init__(self, users=()):
+        """An empty store, or one holding these users (checked, with ids, emails differing)."""
         self.lock = threading.Lock()
-        self.users = {}  # id -> User, in order of id (ids only grow; a dict keeps order)
-        self.ids_by_email = {}  # email_key(email) -> id, so uniqueness needs no scan
-        self.last_id = 0  # never reused, not even after a delete
+        self.users = {user.id: user for user in sorted(users)}  # in id order, as ids only grow
+        self.ids_by_email = {email_key(user.email): user.id for user in users}  # no scan
+        self.last_id = max(self.users, default=0)  # never reused, not even after a delete
 
     def get(self, user_id):
         """Return the user with this id, or None."""
@@ -632,14 +575,6 @@ class MemoryStore:
             del self.ids_by_email[email_key(current.email)]
             return current
 
-    def load(self, users):
-        """Add checked users that have ids and differ in email (--load) to an empty store."""
-        with self.lock:
-            for user in sorted(users):  # by id: the dict keeps the order users are added in
-                self.users[user.id] = user
-                self.ids_by_email[email_key(user.email)] = user.id
-            self.last_id = max(self.users, default=0)
-
     def check_email_is_free(self, email):
         """Raise the 409 if another user has this email (the caller holds the lock)."""
         if email_key(email) in self.ids_by_email:
@@ -658,7 +593,7 @@ def passes_filters(user, query):
                  or query.q.casefold() in user.email.casefold()))
 
 
-# -- Representations: users, lists, the index and problem details, in JSON and in XML ------
+# -- Representations: users, lists and problem details, in JSON and in XML ----------------
 
 Format = namedtuple("Format", "name content_type problem_type")
 JSON = Format("json", "application/json; charset=utf-8", "application/problem+json")
@@ -728,21 +663,14 @@ def render_problem(error, fmt):
 
 
 def entity_tag(user, fmt):
-    """The strong ETag of one version of a user in one format: the JSON and the XML of a
-    version are different representations, so their tags differ (RFC 9110 §8.8.3)."""
+    """The strong ETag of a user's version in a format: JSON and XML differ (RFC 9110 §8.8.3)."""
     return '"%d-%s"' % (user.version, fmt.name)
 
 
-# -- Reading request bodies ----------------------------------------------------------------
-# JSON and XML become a list of (field, value) pairs, so that a field sent twice can be
-# reported rather than silently overwritten.
+# -- Reading request bodies: a list of (field, value) pairs, so a field sent twice is seen --
 
 class ObjectPairs(list):
     """A JSON object read as the list of its (key, value) pairs, so a repeated key is kept."""
-
-
-class NestedXmlElement:
-    """The value of an XML field element that has child elements: never a valid field."""
 
 
 def refuse_constant(name):
@@ -764,82 +692,16 @@ def read_json_fields(text):
     return document
 
 
-class UserXmlReader:
-    """Collects (field, value) pairs from <user><name>..</name><email>..</email></user> as
-    expat parses. A DOCTYPE is refused the moment it starts, before any entity can be
-    declared or expanded (billion laughs, external entities)."""
-
-    def __init__(self):
-        self.pairs = []
-        self.depth = 0
-        self.text = []
-        self.nested = False
-
-    def start(self, tag, attributes):
-        """An element opens: the root must be <user>; its children are the fields."""
-        self.depth += 1
-        if self.depth == 1 and tag != "user":
-            raise ApiError(HTTPStatus.BAD_REQUEST,
-                           "The XML root element must be <user>, not <%s>." % tag)
-        if self.depth == 2:
-            self.text, self.nested = [], False
-        elif self.depth > 2:
-            self.nested = True
-
-    def end(self, tag):
-        """An element closes: a field's text becomes its value."""
-        if self.depth == 2:
-            value = NestedXmlElement() if self.nested else "".join(self.text)
-            if tag == "id" and isinstance(value, str) and USER_ID.fullmatch(value):
-                value = int(value)  # XML is all text: <id>7</id> spells the integer 7
-            self.pairs.append((tag, value))
-        self.depth -= 1
-
-    def characters(self, data):
-        """Text inside a field (expat may hand it over in several pieces)."""
-        if self.depth == 2:
-            self.text.append(data)
-
-    def refuse_doctype(self, *args):
-        """A DOCTYPE or entity declaration: refused before the parser reads on."""
-        raise ApiError(HTTPStatus.BAD_REQUEST,
-                       "XML with a DOCTYPE or entity declarations is not accepted.")
-
-
-
-def read_xml_fields(text):
-    """Parse a <user> document into (field, value) pairs; malformed XML is a 400."""
-    # expat, not xml.etree: on PyPy, xml.etree reads a DOCTYPE's entities before it says so
-    reader = UserXmlReader()  # it collects the fields and refuses a DOCTYPE
-    parser = expat.ParserCreate(encoding="utf-8")
-    parser.StartElementHandler = reader.start
-    parser.EndElementHandler = reader.end
-    parser.CharacterDataHandler = reader.characters
-    parser.StartDoctypeDeclHandler = reader.refuse_doctype
-    parser.EntityDeclHandler = reader.refuse_doctype
-    try:
-        parser.Parse(text, True)
-    except expat.ExpatError as error:
-        raise ApiError(HTTPStatus.BAD_REQUEST, "The body is not well-formed XML: %s." % error) from None
-    return reader.pairs
-
-
 MERGE_PATCH = "application/merge-patch+json"
-BODY_READERS = {"application/json": read_json_fields, MERGE_PATCH: read_json_fields,
-                "application/xml": read_xml_fields, "text/xml": read_xml_fields}
-SUPPORTED_BODY_TYPES = "application/json, application/xml or text/xml (and for PATCH " \
-                       "application/merge-patch+json), in UTF-8"
+BODY_READERS = {"application/json": read_json_fields, MERGE_PATCH: read_json_fields}
 
 
 def parse_content_type(value):
-    """Split a Content-Type header into its media type and charset, both lower case."""
-    media_type, *parameters = value.split(";")
-    charset = None
-    for parameter in parameters:
-        name, _, argument = parameter.partition("=")
-        if name.strip().lower() == "charset":
-            charset = argument.strip().strip('"').lower()
-    return media_type.strip().lower(), charset
+    """Split a Content-Type header into its media type and charset, both lower case, by the
+    standard library's header parser."""
+    message = email.message.Message()
+    message["Content-Type"] = value
+    return message.get_content_type(), message.get_content_charset()
 
 
 # -- Content negotiation, conditional requests and the query string of GET /users ----------
@@ -965,29 +827,22 @@ def page_links(query, total):
 # -- The server --------------------------------------------------------------------------
 
 class UsersServer(ThreadingMixIn, HTTPServer):
-    """A thread per connection (what http.server's ThreadingHTTPServer is, from Python 3.7
-    on), with the store and the settings the handler reads."""
+    """A thread per connection (http.server's ThreadingHTTPServer, which Python 3.6 lacks),
+    with the store and the API key (None: no key needed)."""
 
     daemon_threads = True  # a stalled client never keeps the process from stopping
     request_queue_size = 128  # the default 5 overflows when a few dozen clients connect
     handler_class = UsersHandler
     vary = "Accept"  # what a response depends on, besides the path: the format asked for
 
-    def __init__(self, address, store, *, api_key=None, max_body=DEFAULT_MAX_BODY,
-                 quiet=False, timeout=DEFAULT_IDLE_TIMEOUT):
-        self.store, self.api_key, self.max_body = store, api_key, max_body
-        self.quiet, self.idle_timeout = quiet, timeout
+    def __init__(self, address, store, *, api_key=None):
+        self.store, self.api_key = store, api_key
         super().__init__(address, self.handler_class)
 
     def server_close(self):
-        """Stop listening, let the connections end, then close the store."""
+        """Stop listening, then close the store."""
         super().server_close()
-        self.end_connections()
         self.store.close()
-
-    def end_connections(self):
-        """Nothing to wait for here: the connections' threads are daemons, which end with
-        the process (the edge lets the requests in flight finish first)."""
 
 
 # =======================================================================================
@@ -1009,10 +864,16 @@ class UsersServer(ThreadingMixIn, HTTPServer):
 # against DNS rebinding, the 408 for a request that stops arriving, and the graceful stop.
 # ---------------------------------------------------------------------------------------
 
+DEFAULT_MAX_BODY = 1024 * 1024  # bytes
+DEFAULT_IDLE_TIMEOUT = 30  # seconds before an idle connection is dropped
+
+
 class EdgeHandler(UsersHandler):
     """UsersHandler, strict about framing, with 100-continue, the Host check, the 408 and
     what the graceful stop needs to know: whether a request is under way."""
 
+    body_types = "application/json, application/xml or text/xml (and for PATCH " \
+                 "application/merge-patch+json)"
     default_request_version = "HTTP/1.0"  # an error before the version is read still gets
     # a status line: HTTP/0.9, whose answers have none, is refused here
     idle = True  # no request under way: a graceful stop may close the connection
@@ -1052,21 +913,51 @@ class EdgeHandler(UsersHandler):
             getattr(self, "do_" + self.command, self.refuse_method)()
 
     def refuse_method(self):
-        """501 for a method this service does not implement at all."""
-        self.send_error(HTTPStatus.NOT_IMPLEMENTED)
+        """501 for a method this service does not implement at all, naming those it does,
+        unless check_caller refuses the request first: a stranger learns nothing before
+        the 401."""
+        self.close_connection = True
+        try:
+            self.check_caller()
+        except ApiError as refused:
+            return self.send_problem(refused)
+        self.send_problem(ApiError(HTTPStatus.NOT_IMPLEMENTED, "This service does not "
+                                   "implement %s; it implements %s."
+                                   % (printable(self.command), ", ".join(METHODS))))
+
+    def send_error(self, code, message=None, explain=None):
+        """Answer the errors http.server finds itself (414, 431) as problems."""
+        self.close_connection = True  # the request may not have been read to its end
+        status = HTTPStatus(code)
+        detail = HEAD_TOO_LARGE.get(message) or (explain or message or status.description) + "."
+        self.send_problem(ApiError(status, detail))
+
+    def version_string(self):
+        """The Server field: this service, without the Python version behind it."""
+        return self.server_version
+
+    def log_request(self, code="-", size="-"):
+        """One line per request on stderr, unless --quiet."""
+        if not self.server.quiet:
+            super().log_request(code, size)
 
     def parse_request(self):
-        """Let http.server read the request line and headers, then refuse what it lets
-        through: HTTP/0.9, odd versions, malformed or folded header lines (RFC 9112 §5)."""
+        """Refuse the request lines http.server would take (HTTP/0.9, odd versions), let it
+        read the rest, then refuse malformed or folded header lines (RFC 9112 §3, §5)."""
+        words = str(self.raw_requestline, "iso-8859-1").split()
+        error = request_line_error(words) if words else None
+        if error is not None:
+            return self.head_passes(error)
         if not super().parse_request():
             return False
-        return self.head_passes(request_line_error(self.requestline.split())
-                                or header_error(self.headers))
+        self.path = words[1]  # as sent: http.server makes //users /users
+        return self.head_passes(header_error(self.headers))
 
     def head_passes(self, error):
         """Whether the request's head passes: else its error (or, for HTTP/1.1, a missing
         Host) is answered, and the connection closes."""
-        error = error or host_error(self.request_version, self.headers)
+        error = error or self.headers is not None and host_error(self.request_version,
+                                                                 self.headers)
         if error:
             self.close_connection = True
             self.send_problem(error)
@@ -1095,19 +986,31 @@ class EdgeHandler(UsersHandler):
         self.expects_continue = True
         return True
 
-    def before_reading_body(self):
-        """The body is wanted now: a client that waits for leave to send it gets it."""
+    def read_body(self):
+        """A body over --max-body is a 413, refused unread; a client that waits for leave to
+        send the body gets it now (100 Continue), once no error can come first."""
+        length = self.content_length()
+        if length > self.server.max_body:
+            raise ApiError(HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
+                           "The body is %d bytes; this service takes at most %d."
+                           % (length, self.server.max_body))
         if self.expects_continue:
             self.wfile.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+        return super().read_body()
 
     def content_length(self):
         """Also a 400 for Content-Length beside Transfer-Encoding (RFC 9112 §6.1), given
-        twice with different values, or with white space other than spaces and tabs."""
+        twice with different values, or with white space other than spaces and tabs; a
+        411 for a chunked body, which http.server cannot read."""
         values = {value.strip(" \t") for value in self.headers.get_all("Content-Length", [])}
         if values and "Transfer-Encoding" in self.headers:
             self.close_connection = True
             raise ApiError(HTTPStatus.BAD_REQUEST, "A request must not have both "
                            "Content-Length and Transfer-Encoding (RFC 9112 §6.1).")
+        if "Transfer-Encoding" in self.headers:
+            self.close_connection = True  # the chunks would be read as the next request
+            raise ApiError(HTTPStatus.LENGTH_REQUIRED, "Chunked bodies are not accepted; "
+                           "send the body with a Content-Length.")
         if len(values) > 1 or not all(DIGITS.fullmatch(value) for value in values):
             self.close_connection = True  # RFC 9112 §6.3: the framing cannot be trusted
             raise ApiError(HTTPStatus.BAD_REQUEST,
@@ -1129,8 +1032,14 @@ class EdgeHandler(UsersHandler):
         else:
             super().leave_unread_body()
 
+    def body_reader(self, media_type):
+        """XML bodies too, read by expat with no DOCTYPE allowed (read_xml_fields)."""
+        return XML_BODY_READERS.get(media_type) or super().body_reader(media_type)
+
     def setup(self):
-        """Let the server see the connection, for the graceful stop."""
+        """Set the idle timeout, and let the server see the connection for the graceful
+        stop."""
+        self.timeout = self.server.idle_timeout
         super().setup()
         self.server.connections.add(self)
 
@@ -1141,18 +1050,25 @@ class EdgeHandler(UsersHandler):
 
 
 class EdgeServer(UsersServer):
-    """UsersServer that answers only for its own host names and stops gracefully."""
+    """UsersServer that takes bodies up to max_body bytes, drops a connection idle for
+    timeout seconds, answers only for its own host names, stops gracefully, and with
+    quiet logs no line about ordinary client behaviour."""
 
     handler_class = EdgeHandler
 
-    def __init__(self, *args, allow_host=(), **options):
-        self.allowed_hosts = allowed_hosts(allow_host)
+    def __init__(self, *args, allow_host=(), quiet=False, max_body=DEFAULT_MAX_BODY,
+                 timeout=DEFAULT_IDLE_TIMEOUT, **options):
+        self.allowed_hosts, self.quiet = allowed_hosts(allow_host), quiet
+        self.max_body, self.idle_timeout = max_body, timeout
         self.connections, self.stopping = set(), False  # the handlers of open connections
         super().__init__(*args, **options)
 
-    def end_connections(self):
-        """Let the requests in flight finish, then close every connection."""
+    def server_close(self):
+        """Stop listening, let the requests in flight finish and close every connection,
+        then close the store as the core does (closing the socket twice does no harm)."""
+        self.socket.close()
         stop_gracefully(self)
+        super().server_close()
 
     def handle_error(self, request, client_address):
         """Log a client that went away in one line (unless --quiet); anything else in full."""
@@ -1163,6 +1079,12 @@ class EdgeServer(UsersServer):
             print("%s: connection lost: %s" % (client_address[0], error), file=sys.stderr)
 
 
+METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")  # all the service has
+MAX_HEADER_LINE = 65536  # bytes in one header line, as http.client takes
+MAX_HEADERS = 99  # header fields in one request, as http.client takes (it counts 100 lines)
+HEAD_TOO_LARGE = {  # what http.server's 431s say here
+    "Line too long": "A header line is longer than %d bytes." % MAX_HEADER_LINE,
+    "Too many headers": "A request may have at most %d header fields." % MAX_HEADERS}
 HTTP_VERSION = re.compile(r"HTTP/[0-9]\.[0-9]")  # RFC 9112 §2.3
 HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # a token (RFC 9110 §5.1)
 FORBIDDEN_IN_VALUES = re.compile("[\0\r\n]")  # RFC 9110 §5.5: a proxy might split a line there
@@ -1220,12 +1142,81 @@ def malformed_header():
 
 
 def field_error(name, value):
-    """The 400 for a header field whose name is not a token or whose value holds NUL, CR or
-    LF (RFC 9110 §5.1, §5.5), or None."""
-    if not HEADER_NAME.fullmatch(name) or FORBIDDEN_IN_VALUES.search(value):
-        return ApiError(HTTPStatus.BAD_REQUEST,
-                        "The header %s is malformed or folded." % printable(name[:100]))
+    """The 400 for a header field whose name is not a token (RFC 9110 §5.1), or whose value
+    holds NUL, CR or LF, as a folded line's does (RFC 9110 §5.5, RFC 9112 §5.2); or None."""
+    if not HEADER_NAME.fullmatch(name):
+        return malformed_header()
+    if FORBIDDEN_IN_VALUES.search(value):
+        return ApiError(HTTPStatus.BAD_REQUEST, "The header %s is malformed or folded." % name)
     return None
+
+
+# -- XML bodies: the fields of a <user>, and no DOCTYPE -----------------------------------
+
+class NestedXmlElement:
+    """The value of an XML field element that has child elements: never a valid field."""
+
+    def __str__(self):
+        return "an element with child elements"
+
+
+class UserXmlReader:
+    """Collects (field, value) pairs from <user><name>..</name><email>..</email></user> as
+    expat parses. A DOCTYPE is refused the moment it starts, before any entity can be
+    declared or expanded (billion laughs, external entities)."""
+
+    def __init__(self):
+        self.pairs, self.depth, self.text, self.nested = [], 0, [], False
+
+    def start(self, tag, attributes):
+        """An element opens: the root must be <user>; its children are the fields."""
+        self.depth += 1
+        if self.depth == 1 and tag != "user":
+            raise ApiError(HTTPStatus.BAD_REQUEST,
+                           "The XML root element must be <user>, not <%s>." % tag)
+        if self.depth == 2:
+            self.text, self.nested = [], False
+        elif self.depth > 2:
+            self.nested = True
+
+    def end(self, tag):
+        """An element closes: a field's text becomes its value."""
+        if self.depth == 2:
+            value = NestedXmlElement() if self.nested else "".join(self.text)
+            if tag == "id" and isinstance(value, str) and USER_ID.fullmatch(value):
+                value = int(value)  # XML is all text: <id>7</id> spells the integer 7
+            self.pairs.append((tag, value))
+        self.depth -= 1
+
+    def characters(self, data):
+        """Text inside a field (expat may hand it over in several pieces)."""
+        if self.depth == 2:
+            self.text.append(data)
+
+    def refuse_doctype(self, *args):
+        """A DOCTYPE or entity declaration: refused before the parser reads on."""
+        raise ApiError(HTTPStatus.BAD_REQUEST,
+                       "XML with a DOCTYPE or entity declarations is not accepted.")
+
+
+def read_xml_fields(text):
+    """Parse a <user> document into (field, value) pairs; malformed XML is a 400."""
+    # expat, not xml.etree: on PyPy, xml.etree reads a DOCTYPE's entities before it says so
+    reader = UserXmlReader()  # it collects the fields and refuses a DOCTYPE
+    parser = expat.ParserCreate(encoding="utf-8")
+    parser.StartElementHandler = reader.start
+    parser.EndElementHandler = reader.end
+    parser.CharacterDataHandler = reader.characters
+    parser.StartDoctypeDeclHandler = reader.refuse_doctype
+    parser.EntityDeclHandler = reader.refuse_doctype
+    try:
+        parser.Parse(text, True)
+    except expat.ExpatError as error:
+        raise ApiError(HTTPStatus.BAD_REQUEST, "The body is not well-formed XML: %s." % error) from None
+    return reader.pairs
+
+
+XML_BODY_READERS = {"application/xml": read_xml_fields, "text/xml": read_xml_fields}
 
 
 # -- The Host check, against DNS rebinding -------------------------------------------------
@@ -1320,7 +1311,7 @@ class TeachingHandler(UsersHandler):
 
     def route_request(self):
         """Each request decides anew whether its client takes only problem details."""
-        self.problem_only = False
+        self.problem_only, self.store = False, self.server.store
         super().route_request()
 
     def precondition_detail(self, header):
@@ -1337,18 +1328,13 @@ class TeachingHandler(UsersHandler):
             if fmt is None:
                 raise
             self.problem_only = True
+            self.store = ProblemOnlyStore(self.server.store)
             return fmt
 
     def problem_format(self):
         """Problem details in the problem type the client takes, if that is all it takes."""
         accept = self.headers.get("Accept", "") if self.headers else ""
         return choose_format(accept) or problem_only_format(accept) or JSON
-
-    @property
-    def store(self):
-        """For a problem-only client, a store that checks each write and refuses it."""
-        store = super().store
-        return ProblemOnlyStore(store) if self.problem_only else store
 
     def respond(self, status, body=b"", content_type=None, headers=()):
         """A read that would succeed for a problem-only client is a 406 instead."""
@@ -1715,17 +1701,20 @@ class FakeApi:
                        for user in users or []]
             self.users = users_from_entries(entries, "users=")
 
-    def add_users_to(self, store):
-        """Start an empty store with the loaded users, then the fake ones after them. A
-        store that holds users already (a --db file) is left as it is."""
-        if not (self.users or self.fake_users) or store.list(EVERYONE_BY_ID)[0]:
-            return
+    def starting_users(self):
+        """The loaded users, then the fake ones after them (ValueError if they share an email)."""
         first_id = max([user.id for user in self.users], default=0) + 1
         fakes = [fake_user(user_id) for user_id in range(first_id, first_id + self.fake_users)]
         loaded_emails = {email_key(user.email) for user in self.users}
         for fake in (fake for fake in fakes if email_key(fake.email) in loaded_emails):
             raise ValueError("the loaded email %s is fake user %d's too" % (fake.email, fake.id))
-        store.load(self.users + fakes)
+        return self.users + fakes
+
+    def add_users_to(self, store):
+        """Start an empty SQLite store with the starting users. A file that holds users
+        already is left as it is."""
+        if (self.users or self.fake_users) and not store.list(EVERYONE_BY_ID)[0]:
+            store.load(self.starting_users())
 
 
 EVERYONE_BY_ID = ListQuery(limit=1, offset=0, sort="id", name=None, email=None, q=None)
@@ -2501,8 +2490,59 @@ def openapi_document(auth):
 
 def openapi_components(auth):
     """The schemas, headers and, with a key, the security scheme the paths refer to."""
-    # The user rules in patterns: no control or non-characters; a name not only white space (Python's
-    # str.isspace() counts U+0085 as space, ECMAScript's \s does not); one @ in an email
+    header = {"schema": {"type": "string"}}
+    components = {"schemas": openapi_schemas(), "headers": {
+        "ETag": dict(header, description="The version of this representation"),
+        "Location": dict(header, description="Where the new user is"),
+        "Link": dict(header, description="first, last, prev, next pages (RFC 8288)"),
+        "X-Total-Count": {"schema": {"type": "integer", "minimum": 0},
+                          "description": "How many users match, over all pages"},
+        "Vary": dict(header, description="Accept: the format follows the Accept header"),
+        "Allow": dict(header, description="The methods this path takes"),
+        "Retry-After": dict(header, description="Seconds to wait before trying again"),
+        "Preference-Applied": dict(header, description="return=minimal (RFC 7240)"),
+    }}
+    if auth:  # without a key nothing refers to these, and a viewer would offer to log in
+        components["headers"]["WWW-Authenticate"] = dict(header, description='Bearer realm="users"')
+        components["securitySchemes"] = {"bearerAuth": {"type": "http", "scheme": "bearer"}}
+    return components
+
+
+def openapi_schemas():
+    """The JSON Schemas of users, lists, the index and problem details."""
+    name, email = user_field_schemas()
+    user_id = {"type": "integer", "minimum": 1, "maximum": MAX_USER_ID}
+    new_user = {"name": EXAMPLE_USER["name"], "email": EXAMPLE_USER["email"]}
+    return {
+        "User": {"type": "object", "required": ["id", "name", "email"],
+                 "properties": {"id": user_id, "name": name, "email": email},
+                 "additionalProperties": False, "xml": {"name": "user"},
+                 "examples": [EXAMPLE_USER]},
+        "UserList": {"type": "array", "items": json_schema_ref("User"),
+                     "xml": {"name": "users", "wrapped": True}, "examples": [[EXAMPLE_USER]]},
+        "NewUser": {"type": "object", "required": ["name", "email"],
+                    "properties": {"name": name, "email": email},
+                    "additionalProperties": False, "xml": {"name": "user"},
+                    "examples": [new_user]},
+        "UserReplacement": {"type": "object", "required": ["name", "email"],
+                            "description": "id, if given, must be the id in the path",
+                            "properties": {"id": user_id, "name": name, "email": email},
+                            "additionalProperties": False, "xml": {"name": "user"},
+                            "examples": [new_user]},
+        "UserPatch": {"type": "object", "description": "the fields to change (RFC 7396)",
+                      "properties": {"id": user_id, "name": name, "email": email},
+                      "additionalProperties": False, "xml": {"name": "user"},
+                      "examples": [{"name": "Ada King"}]},
+        "Index": {"type": "object", "properties": {"users": {"type": "string"}},
+                  "xml": {"name": "index"}},
+        "Problem": problem_schema(),
+    }
+
+
+def user_field_schemas():
+    """The schemas of a name and an email, with the user rules as patterns: no control or
+    non-characters; a name not only white space (Python's str.isspace() counts U+0085 as
+    space, ECMAScript's \\s does not); one @ in an email."""
     allowed = "[^\\u0000-\\u001f\\u007f\\ufffe\\uffff]"
     visible = "[^\\s\\u0000-\\u001f\\u007f\\u0085\\ufffe\\uffff]"
     email_part = "[^@\\s\\u0000-\\u001f\\u007f\\u0085\\ufffe\\uffff]+"
@@ -2510,60 +2550,20 @@ def openapi_components(auth):
             "pattern": "^%s*%s%s*$" % (allowed, visible, allowed)}
     email = {"type": "string", "minLength": 3, "maxLength": MAX_EMAIL_LENGTH,
              "pattern": "^%s@%s$" % (email_part, email_part)}
-    user_id = {"type": "integer", "minimum": 1, "maximum": MAX_USER_ID}
-    header = {"schema": {"type": "string"}}
-    new_user = {"name": EXAMPLE_USER["name"], "email": EXAMPLE_USER["email"]}
-    components = {
-        "schemas": {
-            "User": {"type": "object", "required": ["id", "name", "email"],
-                     "properties": {"id": user_id, "name": name, "email": email},
-                     "additionalProperties": False, "xml": {"name": "user"},
-                     "examples": [EXAMPLE_USER]},
-            "UserList": {"type": "array", "items": json_schema_ref("User"),
-                         "xml": {"name": "users", "wrapped": True}, "examples": [[EXAMPLE_USER]]},
-            "NewUser": {"type": "object", "required": ["name", "email"],
-                        "properties": {"name": name, "email": email},
-                        "additionalProperties": False, "xml": {"name": "user"},
-                        "examples": [new_user]},
-            "UserReplacement": {"type": "object", "required": ["name", "email"],
-                                "description": "id, if given, must be the id in the path",
-                                "properties": {"id": user_id, "name": name, "email": email},
-                                "additionalProperties": False, "xml": {"name": "user"},
-                                "examples": [new_user]},
-            "UserPatch": {"type": "object", "description": "the fields to change (RFC 7396)",
-                          "properties": {"id": user_id, "name": name, "email": email},
-                          "additionalProperties": False, "xml": {"name": "user"},
-                          "examples": [{"name": "Ada King"}]},
-            "Index": {"type": "object", "properties": {"users": {"type": "string"}},
-                      "xml": {"name": "index"}},
-            "Problem": {
-                "type": "object", "required": ["type", "title", "status", "detail"],
-                "properties": {
-                    "type": {"type": "string"}, "title": {"type": "string"},
-                    "status": {"type": "integer"}, "detail": {"type": "string"},
-                    "errors": {"type": "array", "xml": {"name": "errors", "wrapped": True},
-                               "items": {"type": "object", "required": ["field", "message"],
-                                         "properties": {"field": {"type": "string"},
-                                                        "message": {"type": "string"}},
-                                         "xml": {"name": "i"}}}},  # RFC 9457 Appendix B
-                "xml": {"name": "problem", "namespace": "urn:ietf:rfc:7807"}},
-        },
-        "headers": {
-            "ETag": dict(header, description="The version of this representation"),
-            "Location": dict(header, description="Where the new user is"),
-            "Link": dict(header, description="first, last, prev, next pages (RFC 8288)"),
-            "X-Total-Count": {"schema": {"type": "integer", "minimum": 0},
-                              "description": "How many users match, over all pages"},
-            "Vary": dict(header, description="Accept: the format follows the Accept header"),
-            "Allow": dict(header, description="The methods this path takes"),
-            "Retry-After": dict(header, description="Seconds to wait before trying again"),
-            "Preference-Applied": dict(header, description="return=minimal (RFC 7240)"),
-        },
-    }
-    if auth:  # without a key nothing refers to these, and a viewer would offer to log in
-        components["headers"]["WWW-Authenticate"] = dict(header, description='Bearer realm="users"')
-        components["securitySchemes"] = {"bearerAuth": {"type": "http", "scheme": "bearer"}}
-    return components
+    return name, email
+
+
+def problem_schema():
+    """RFC 9457's problem details; a 422's errors are i elements in XML (its Appendix B)."""
+    text = {"type": "string"}
+    error = {"type": "object", "required": ["field", "message"],
+             "properties": {"field": text, "message": text}, "xml": {"name": "i"}}
+    return {"type": "object", "required": ["type", "title", "status", "detail"],
+            "properties": {"type": text, "title": text, "status": {"type": "integer"},
+                           "detail": text,
+                           "errors": {"type": "array", "items": error,
+                                      "xml": {"name": "errors", "wrapped": True}}},
+            "xml": {"name": "problem", "namespace": "urn:ietf:rfc:7807"}}
 
 
 # ---------------------------------------------------------------------------------------
@@ -2581,10 +2581,9 @@ class FastHandler(EdgeHandler):
 
     def parse_request(self):
         """Replaces http.server's parse_request, which hands the header block to the email
-        package's parser: that took over half the CPU of a whole GET. The edge's checks, and
-        the same limits but one: 64 KiB a line, and 100 fields where http.server takes 99
-        (it counts the blank line); 431 beyond them. Measured: GET /users/1 at 1.79 times
-        the req/s without it."""
+        package's parser: that took over half the CPU of a whole GET. The edge's checks and
+        http.server's limits, 64 KiB a line and 99 fields; 431 beyond them. Measured: GET
+        /users/1 at 1.79 times the req/s without it."""
         self.command, self.request_version = None, self.protocol_version
         self.close_connection = True
         self.requestline = str(self.raw_requestline, "iso-8859-1").rstrip("\r\n")
@@ -2734,13 +2733,15 @@ class PageCache:
 def user_json(user):
     """One user in JSON from a string template, each string encoded as json.dumps does."""
     return ('{"id": %d, "name": %s, "email": %s}' % (
-        user.id, encode_json_string(user.name), encode_json_string(user.email))).encode("utf-8")
+        user.id, json.encoder.encode_basestring(user.name),
+        json.encoder.encode_basestring(user.email))).encode("utf-8")
 
 
 def user_xml(user):
     """One user in XML from a string template, escaped as ElementTree would."""
     return ("<user><id>%d</id><name>%s</name><email>%s</email></user>" % (
-        user.id, escape(user.name), escape(user.email))).encode("utf-8")
+        user.id, html.escape(user.name, quote=False),
+        html.escape(user.email, quote=False))).encode("utf-8")
 
 
 class Headers:
@@ -2767,29 +2768,46 @@ class Headers:
         return name.lower() in self.fields
 
 
-MAX_HEADER_LINE = 65536  # bytes in one header line, as http.client allows
-MAX_HEADERS = 100  # header fields in one request, as http.client allows
-
-
 def read_header_fields(rfile):
-    """Read "Name: value" lines up to the blank line; 431 past the limits, 400 if malformed."""
+    """Read the header lines, then check them as the edge checks what http.server's parser
+    reads: 431 past the limits, 400 for a malformed line, then for a malformed field."""
+    fields = []
+    for text in header_lines(rfile):
+        if text[:1] in (" ", "\t") and fields:
+            fields[-1][1] += "\r\n" + text  # a folded line, which field_error refuses
+            continue
+        name, colon, value = text.partition(":")
+        if "\r" in text or not colon or not HEADER_NAME_READ.fullmatch(name):
+            raise malformed_header()  # what http.server's parser cannot read as a field
+        fields.append([name, value.strip(" \t")])
     headers = Headers()
+    for name, value in fields:
+        error = field_error(name, value)
+        if error:
+            raise error
+        headers.add(name, value)
+    return headers
+
+
+HEADER_NAME_READ = re.compile("[\x21-\x39\x3b-\x7e]+")  # what the email package reads as a name
+
+
+def header_lines(rfile):
+    """A request's header lines up to the blank one, without their line ends, as text; 431
+    past the limits."""
+    lines = []
     for count in itertools.count():
         line = rfile.readline(MAX_HEADER_LINE + 1)
         if len(line) > MAX_HEADER_LINE:
             raise ApiError(HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE,
-                           "A header line is longer than %d bytes." % MAX_HEADER_LINE)
+                           HEAD_TOO_LARGE["Line too long"])
         if line in (b"\r\n", b"\n", b""):
-            return headers
+            return lines
         if count == MAX_HEADERS:
             raise ApiError(HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE,
-                           "A request may have at most %d header fields." % MAX_HEADERS)
-        text = line[:-2] if line.endswith(b"\r\n") else line[:-1]  # CRLF, or a bare LF
-        name, colon, value = text.decode("iso-8859-1").partition(":")
-        error = field_error(name, value) if colon else malformed_header()  # the edge's rules
-        if error:
-            raise error
-        headers.add(name, value.strip(" \t"))
+                           HEAD_TOO_LARGE["Too many headers"])
+        line = line[:-2] if line.endswith(b"\r\n") else line[:-1]  # CRLF, or a bare LF
+        lines.append(line.decode("iso-8859-1"))
 
 
 @functools.lru_cache(maxsize=64)
@@ -2825,6 +2843,10 @@ def log_date(second):
 # PlainServer is the same without the speed-ups of Appendix F; the tests run against both.
 # ---------------------------------------------------------------------------------------
 
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8000
+
+
 class PlainHandler(TeachingHandler, ExplorerHandler, OpenApiHandler, FakeApiHandler,
                    CorsHandler, EdgeHandler):
     """The core's handler with Appendices A to E."""
@@ -2856,9 +2878,12 @@ def make_server(host=DEFAULT_HOST, port=DEFAULT_PORT, *, db=None, api_key=None, 
     leaves out the speed-ups. delay to users are the fake API's options."""
     fake_api = FakeApi(delay, fail_rate, fake_users, load, users)  # a bad value: ValueError
     server_class = PlainServer if plain else DefaultServer
-    store = SQLiteStore(db) if db else MemoryStore() if plain else FastMemoryStore()
+    if db:
+        store = SQLiteStore(db)
+    else:
+        store = (MemoryStore if plain else FastMemoryStore)(fake_api.starting_users())
     try:
-        fake_api.add_users_to(store)
+        fake_api.add_users_to(store)  # a --db file that has no user yet
         return server_class((host, port), store, api_key=api_key, cors=cors, max_body=max_body,
                             quiet=quiet, timeout=timeout, allow_host=allow_host,
                             fake_api=fake_api)
@@ -2966,6 +2991,12 @@ def parse_arguments(argv):
                         help="answer requests for this host name too, as --allow-host "
                              "api.example behind a proxy (repeatable; '*' for any). Without "
                              "it: localhost and IP addresses only, against DNS rebinding")
+    add_fake_api_arguments(parser)
+    return parser.parse_args(argv)
+
+
+def add_fake_api_arguments(parser):
+    """The command line's options for a fake API."""
     fake = parser.add_argument_group("a fake API, for front ends and test suites (on /users)")
     fake.add_argument("--delay", type=milliseconds, default=(0, 0), metavar="MS[-MS]",
                       help="answer each request that many milliseconds late, or a random "
@@ -2980,7 +3011,6 @@ def parse_arguments(argv):
     fake.add_argument("--load", metavar="FILE",
                       help="start with the users in a JSON array, as --load users.json "
                            "([{\"name\": \"Ada\", \"email\": \"ada@example.com\"}], ids optional)")
-    return parser.parse_args(argv)
 
 
 def startup_note(options, server, environment):

@@ -329,6 +329,8 @@ def test_repeated_headers_keep_every_value_and_the_servers_spelling(scripted):
     resp, _ = send(Request("GET", scripted.url + "/cookies"))
     assert resp.headers["Set-Cookie"] == ["a=1", "b=2"]
     assert resp.headers["x-lower-case"] == ["kept"]
+    assert [name for name in resp.headers if name.lower() in ("set-cookie", "x-lower-case")] == [
+        "Set-Cookie", "x-lower-case"]  # the keys are spelled as the server sent them
 
 
 def test_the_body_is_decoded_with_the_charset_named(scripted):

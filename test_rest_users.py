@@ -5,10 +5,12 @@ real server on port 0, shared by the tests that use it. Behaviour tests run agai
 stores. Tests never sleep to synchronise: they wait on sockets and processes.
 """
 
+import builtins
 import contextlib
 import errno
 import http.client
 import http.server
+import importlib.util
 import io
 import itertools
 import json
@@ -21,6 +23,7 @@ import socketserver
 import sqlite3
 import struct
 import subprocess
+import symtable
 import sys
 import tempfile
 import threading
@@ -1057,13 +1060,8 @@ def test_a_header_line_too_long_is_431_problem(server):
     assert b"application/problem+json" in reply
 
 
-def header_field_limit(server):
-    """100 fields for the appendix's parser; http.server's own counts the blank line, so 99."""
-    return 100 if isinstance(server, rest_users.FastServer) else 99
-
-
 def test_exactly_the_header_field_limit_is_accepted(server):
-    limit = header_field_limit(server)
+    limit = 99  # http.server's: it counts the blank line among its 100
     headers = b"".join(b"X-%d: 1\r\n" % n for n in range(limit - 2))
     reply = raw(server, b"GET /users HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n"
                 + headers + b"\r\n")
@@ -1072,6 +1070,7 @@ def test_exactly_the_header_field_limit_is_accepted(server):
                 + headers + b"\r\n")
     reply = raw(server, one_more)
     assert reply.startswith(b"HTTP/1.1 431 ")
+    assert reply.endswith(b'"detail": "A request may have at most 99 header fields."}')
 
 
 def test_header_names_match_in_any_case(server):
@@ -3255,11 +3254,12 @@ def schema_errors(document, schema, value, where="body"):
     return errors
 
 
-def check_against_openapi(document, path, method, reply):
-    """Assert that a reply is one the document describes, headers and body."""
-    operation = document["paths"][path][method.lower()]
-    response = operation["responses"].get(str(reply.status), operation["responses"].get("default"))
-    assert response is not None, (path, method, reply.status)
+def check_against_openapi(document, path, method, reply, status):
+    """Assert that a reply has the status expected, that the document declares that status
+    for the operation, and that the reply's headers and body are as it describes."""
+    assert reply.status == status, (path, method, reply.status, reply.body)
+    response = document["paths"][path][method.lower()]["responses"].get(str(status))
+    assert response is not None, (path, method, status)
     for name, header in response.get("headers", {}).items():
         if name != "WWW-Authenticate" or reply.status == 401:
             assert name in reply.headers, (path, method, reply.status, name)
@@ -3277,40 +3277,44 @@ def test_every_response_matches_the_openapi_document(server):
     document = openapi(server)
     json_body = {"Content-Type": "application/json"}
     email = new_email()
+    first = create(server)["id"]
+    item = "/users/%d" % first
     exchanges = [
-        ("/", "GET", "/", None, {}),
-        ("/", "GET", "/", None, {"Accept": "image/png"}),
-        ("/users", "POST", "/users", {"name": "Doc", "email": email}, {}),
-        ("/users", "POST", "/users", {"name": "Doc", "email": email}, {}),
-        ("/users", "POST", "/users", {"name": "", "email": "x"}, {}),
-        ("/users", "POST", "/users", "{", json_body),
-        ("/users", "POST", "/users", "x", {"Content-Type": "text/plain"}),
-        ("/users", "GET", "/users?limit=2&sort=-id", None, {}),
-        ("/users", "GET", "/users?limit=0", None, {}),
-        ("/users", "HEAD", "/users", None, {}),
-        ("/users", "OPTIONS", "/users", None, {}),
-        ("/users/{id}", "GET", "/users/1", None, {}),
-        ("/users/{id}", "GET", "/users/1", None, {"If-None-Match": "*"}),
-        ("/users/{id}", "GET", "/users/999999", None, {}),
-        ("/users/{id}", "PUT", "/users/1", {"name": "Doc", "email": new_email()}, {}),
-        ("/users/{id}", "PUT", "/users/1", {"name": "Doc", "email": email}, {"If-Match": '"0"'}),
-        ("/users/{id}", "PATCH", "/users/1", {"name": "Doc 2"}, {}),
-        ("/users/{id}", "PATCH", "/users/1", {"nope": 1}, {}),
-        ("/users/{id}", "DELETE", "/users/999999", None, {}),
-        ("/openapi.json", "GET", "/openapi.json", None, {}),
+        ("/", "GET", "/", None, {}, 200),
+        ("/", "GET", "/", None, {"Accept": "image/png"}, 406),
+        ("/users", "POST", "/users", {"name": "Doc", "email": email}, {}, 201),
+        ("/users", "POST", "/users", {"name": "Doc", "email": email}, {}, 409),
+        ("/users", "POST", "/users", {"name": "", "email": "x"}, {}, 422),
+        ("/users", "POST", "/users", "{", json_body, 400),
+        ("/users", "POST", "/users", "x", {"Content-Type": "text/plain"}, 415),
+        ("/users", "GET", "/users?limit=2&sort=-id", None, {}, 200),
+        ("/users", "GET", "/users?limit=0", None, {}, 400),
+        ("/users", "HEAD", "/users", None, {}, 200),
+        ("/users", "OPTIONS", "/users", None, {}, 204),
+        ("/users/{id}", "GET", item, None, {}, 200),
+        ("/users/{id}", "GET", item, None, {"If-None-Match": "*"}, 304),
+        ("/users/{id}", "GET", "/users/999999", None, {}, 404),
+        ("/users/{id}", "PUT", item, {"name": "Doc", "email": new_email()}, {}, 200),
+        ("/users/{id}", "PUT", item, {"name": "Doc", "email": email}, {"If-Match": '"0"'}, 412),
+        ("/users/{id}", "PATCH", item, {"name": "Doc 2"}, {}, 200),
+        ("/users/{id}", "PATCH", item, {"nope": 1}, {}, 422),
+        ("/users/{id}", "DELETE", "/users/999999", None, {}, 404),
+        ("/users/{id}", "DELETE", item, None, {"Prefer": "return=minimal"}, 204),
+        ("/openapi.json", "GET", "/openapi.json", None, {}, 200),
     ]
-    for path, method, target, body, headers in exchanges:
-        check_against_openapi(document, path, method, call(server, method, target, body, headers))
+    for path, method, target, body, headers, status in exchanges:
+        check_against_openapi(document, path, method,
+                              call(server, method, target, body, headers), status)
     user = create(server)
     check_against_openapi(document, "/users/{id}", "DELETE",
-                          call(server, "DELETE", "/users/%d" % user["id"]))
+                          call(server, "DELETE", "/users/%d" % user["id"]), 200)
 
 
 def test_auth_responses_match_the_openapi_document(auth_server):
     document = openapi(auth_server)
-    check_against_openapi(document, "/users", "GET", call(auth_server, "GET", "/users"))
+    check_against_openapi(document, "/users", "GET", call(auth_server, "GET", "/users"), 401)
     check_against_openapi(document, "/users/{id}", "PUT", call(
-        auth_server, "PUT", "/users/1", {"name": "A"}, {"Authorization": "Bearer nope"}))
+        auth_server, "PUT", "/users/1", {"name": "A"}, {"Authorization": "Bearer nope"}), 401)
 
 
 def test_fail_rate_replies_match_the_openapi_document(always_failing):
@@ -3320,8 +3324,7 @@ def test_fail_rate_replies_match_the_openapi_document(always_failing):
                                    ("PATCH", "/users/1", "/users/{id}")]:
         body = {"name": "A"} if method in ("POST", "PATCH") else None
         reply = call(always_failing, method, path, body, BEARER)
-        assert reply.status == 503
-        check_against_openapi(document, template, method, reply)
+        check_against_openapi(document, template, method, reply, 503)
         assert "Retry-After" in document["paths"][template][method.lower()]["responses"]["503"][
             "headers"]
 
@@ -3348,3 +3351,262 @@ def test_the_openapi_document_names_the_faults_every_operation_can_meet(server):
                                                "Retry-After")
     assert document["paths"]["/users"]["post"]["responses"]["507"]["description"] == (
         "The server's disk is full: nothing was changed")
+
+
+# -- the core alone, and what the appendices change ------------------------------------------
+
+BANNER = "# Appendices: you can stop reading here"
+
+
+def core_source():
+    """The lines of rest_users.py before the appendices' banner."""
+    with open(os.path.join(HERE, "rest_users.py"), encoding="utf-8") as file:
+        source = file.read()
+    return source[:source.rindex("\n", 0, source.index(BANNER) - 1) + 1]
+
+
+def module_from_source(tmp_path, name, source):
+    """Save source as NAME.py in tmp_path and import it as a module of its own."""
+    path = tmp_path / (name + ".py")
+    path.write_text(source, encoding="utf-8")
+    spec = importlib.util.spec_from_file_location(name, str(path))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def globals_used_before_defined(source):
+    """The global names a module's code refers to that neither it nor builtins define."""
+    table = symtable.symtable(source, "core", "exec")
+    defined = {symbol.get_name() for symbol in table.get_symbols() if symbol.is_assigned()
+               or symbol.is_imported()} | set(dir(builtins))
+    used = set()
+
+    def scan(scope):
+        for child in scope.get_children():
+            used.update(symbol.get_name() for symbol in child.get_symbols()
+                        if symbol.is_global() and symbol.is_referenced())
+            scan(child)
+
+    scan(table)
+    used.update(symbol.get_name() for symbol in table.get_symbols() if symbol.is_referenced())
+    return used - defined
+
+
+def test_the_core_names_nothing_that_only_the_appendices_define():
+    source = core_source()
+    assert len(source.splitlines()) <= 850
+    assert globals_used_before_defined(source) == set()
+
+
+@pytest.fixture(scope="module")
+def core(tmp_path_factory):
+    """The core alone, as a module, serving on a free port with a MemoryStore."""
+    module = module_from_source(tmp_path_factory.mktemp("core"), "core_users", core_source())
+    running = module.UsersServer(("127.0.0.1", 0), module.MemoryStore())
+    threading.Thread(target=running.serve_forever, args=(0.05,), daemon=True).start()
+    yield running
+    stop_server(running)
+
+
+ADA = {"id": 1, "name": "Ada Lovelace", "email": "ada@example.com"}
+ADA_XML = b"<user><id>1</id><name>Ada Lovelace</name><email>ada@example.com</email></user>"
+
+
+def test_the_core_alone_creates_reads_and_lists_in_json_and_xml(core):
+    reply = call(core, "POST", "/users", {"name": "Ada Lovelace", "email": "ada@example.com"})
+    assert (reply.status, reply.headers["Location"], reply.headers["ETag"]) == (
+        201, "/users/1", '"1-json"')
+    assert reply.headers["Content-Type"] == JSON_TYPE and reply.json() == ADA
+    reply = call(core, "GET", "/users/1", headers={"Accept": "application/xml"})
+    assert (reply.status, reply.headers["Content-Type"], reply.headers["ETag"], reply.body) == (
+        200, XML_TYPE, '"1-xml"', ADA_XML)
+    assert reply.headers["Vary"] == "Accept"
+    for n in range(2, 4):
+        call(core, "POST", "/users", {"name": "User %d" % n, "email": "u%d@example.com" % n})
+    reply = call(core, "GET", "/users?limit=1&offset=1&sort=-name")
+    assert reply.json() == [{"id": 2, "name": "User 2", "email": "u2@example.com"}]
+    assert reply.headers["X-Total-Count"] == "3"
+    assert reply.headers["Link"] == (
+        '</users?sort=-name&limit=1&offset=0>; rel="first", '
+        '</users?sort=-name&limit=1&offset=2>; rel="last", '
+        '</users?sort=-name&limit=1&offset=0>; rel="prev", '
+        '</users?sort=-name&limit=1&offset=2>; rel="next"')
+    reply = call(core, "GET", "/users?q=LOVE", headers={"Accept": "application/xml"})
+    assert reply.body == b"<users>" + ADA_XML + b"</users>"
+    assert reply.headers["X-Total-Count"] == "1"
+
+
+def test_the_core_alone_guards_versions_and_answers_problems(core):
+    if call(core, "GET", "/users/1").status == 404:
+        call(core, "POST", "/users", {"name": "Ada Lovelace", "email": "ada@example.com"})
+    reply = call(core, "GET", "/users/1", headers={"If-None-Match": '"1-json"'})
+    assert (reply.status, reply.headers["ETag"], reply.body) == (304, '"1-json"', b"")
+    reply = call(core, "PUT", "/users/1", {"name": "Ada King", "email": "ada@example.com"},
+                 {"If-Match": '"0-json"'})
+    assert assert_problem(reply, 412)["detail"] == (
+        "The user has changed since you read it (If-Match does not name its current ETag); "
+        "GET it again and retry.")
+    reply = call(core, "PATCH", "/users/1", {"name": "Ada King"},
+                 {"If-Match": '"1-xml"', "Accept": "application/xml"})
+    assert (reply.status, reply.headers["ETag"]) == (200, '"2-xml"')
+    assert reply.body == ADA_XML.replace(b"Ada Lovelace", b"Ada King")
+    assert assert_problem(call(core, "POST", "/users", {"name": "", "email": "ada@example.com"}),
+                          422)["errors"] == [{"field": "name",
+                                              "message": "must not be empty or only white space"}]
+    assert_problem(call(core, "POST", "/users", {"name": "A", "email": "ADA@example.com"}), 409)
+    reply = call(core, "DELETE", "/users/1", headers={"Accept": "application/xml"})
+    assert (reply.status, reply.body) == (200, ADA_XML.replace(b"Ada Lovelace", b"Ada King"))
+    assert assert_problem(call(core, "GET", "/users/1", headers={"Accept": "application/xml"}),
+                          404, "xml")["detail"] == "There is no user with id 1."
+    reply = call(core, "DELETE", "/users")
+    assert assert_problem(reply, 405)["detail"] == (
+        "/users does not take DELETE; it takes GET, POST, HEAD, OPTIONS.")
+    assert reply.headers["Allow"] == "GET, POST, HEAD, OPTIONS"
+    assert_problem(call(core, "GET", "/users", headers={"Accept": "image/png"}), 406)
+    reply = call(core, "OPTIONS", "/users/7")
+    assert (reply.status, reply.headers["Allow"]) == (204, "GET, PUT, PATCH, DELETE, HEAD, OPTIONS")
+
+
+def test_the_core_alone_asks_for_the_api_key(tmp_path):
+    module = module_from_source(tmp_path, "keyed_core", core_source())
+    running = module.UsersServer(("127.0.0.1", 0), module.MemoryStore(), api_key=KEY)
+    threading.Thread(target=running.serve_forever, args=(0.05,), daemon=True).start()
+    try:
+        reply = call(running, "GET", "/users")
+        assert assert_problem(reply, 401)["detail"] == (
+            "This request needs the header Authorization: Bearer <API key>.")
+        assert reply.headers["WWW-Authenticate"] == 'Bearer realm="users"'
+        assert call(running, "GET", "/users", headers={"Authorization": "Bearer " + KEY}).json() == []
+    finally:
+        stop_server(running)
+
+
+LEARNER_CHANGES = [  # (what the core says, what a learner makes it say)
+    ('"There is nothing at %s; the users are at /users."', '"Nothing lives at %s."'),
+    ('fields = [("Vary", self.server.vary)]',
+     'fields = [("Vary", self.server.vary), ("X-Learner", "was here")]'),
+    ('{"GET": "list_users", "POST": "create_user"}', '{"GET": "list_users"}'),
+    ("MAX_NAME_LENGTH = 200", "MAX_NAME_LENGTH = 5"),
+]
+
+
+@pytest.mark.parametrize("plain", [False, True])
+def test_a_learners_change_to_the_core_shows_in_the_default_server(tmp_path, plain):
+    with open(os.path.join(HERE, "rest_users.py"), encoding="utf-8") as file:
+        source = file.read()
+    for said, changed in LEARNER_CHANGES:
+        assert source.count(said) == 1, said
+        source = source.replace(said, changed)
+    module = module_from_source(tmp_path, "learner_users", source)
+    running = module.make_server("127.0.0.1", 0, quiet=True, plain=plain,
+                                 users=[{"name": "Ada", "email": "ada@example.com"}])
+    threading.Thread(target=running.serve_forever, args=(0.05,), daemon=True).start()
+    try:
+        reply = call(running, "GET", "/nope")
+        assert assert_problem(reply, 404)["detail"] == "Nothing lives at /nope."
+        assert reply.headers["X-Learner"] == "was here"
+        reply = call(running, "POST", "/users", {"name": "Bob", "email": "bob@example.com"})
+        assert (reply.status, reply.headers["Allow"]) == (405, "GET, HEAD, OPTIONS")
+        reply = call(running, "PUT", "/users/1", {"name": "Adaline", "email": "ada@example.com"})
+        assert assert_problem(reply, 422)["errors"] == [
+            {"field": "name", "message": "must be at most 5 characters long"}]
+        assert call(running, "GET", "/users/1").headers["X-Learner"] == "was here"
+    finally:
+        stop_server(running)
+
+
+def request(head, body=b""):
+    """A raw request on a connection the server closes after it: HEAD lines, CRLF ends."""
+    return head.replace(b"\n", b"\r\n") + b"Connection: close\r\n\r\n" + body
+
+
+POST_JSON = b"POST /users HTTP/1.1\nHost: localhost\nContent-Type: application/json\n"
+SAME_BYTES_REQUESTS = [
+    request(b"GET /users/1 HTTP/1.1\nHost: localhost\n"),
+    request(b"GET /users/1 HTTP/1.1\nHost: localhost\nAccept: application/xml\n"),
+    request(b"GET /users/1 HTTP/1.1\nHost: localhost\nAccept: text/xml, */*;q=0.1\n"),
+    request(b"GET /users/1 HTTP/1.1\nHost: localhost\nAccept: application/problem+json\n"),
+    request(b"GET /users/99 HTTP/1.1\nHost: localhost\nAccept: application/problem+xml\n"),
+    request(b"GET /users/1 HTTP/1.1\nHost: localhost\nAccept: image/png\n"),
+    request(b'GET /users/1 HTTP/1.1\nHost: localhost\nIf-None-Match: "1-json"\n'),
+    request(b"HEAD /users/1 HTTP/1.1\nHost: localhost\n"),
+    request(b"GET /users?limit=2&offset=1&sort=-name HTTP/1.1\nHost: localhost\n"),
+    request(b"GET /users?q=ADA&limit=1 HTTP/1.1\nHost: localhost\nAccept: application/xml\n"),
+    request(b"GET /users?limit=0 HTTP/1.1\nHost: localhost\n"),
+    request(b"GET / HTTP/1.1\nHost: localhost\n"),
+    request(b"GET / HTTP/1.1\nHost: localhost\nAccept: text/html\n"),
+    request(b"GET /openapi.json HTTP/1.1\nHost: localhost\n"),
+    request(POST_JSON + b"Content-Length: 43\n", b'{"name": "Eve", "email": "eve@example.com"}'),
+    request(POST_JSON + b"Content-Length: 26\n", b'{"name": "", "email": "x"}'),
+    request(POST_JSON + b"Content-Length: 1\n", b"{"),
+    request(POST_JSON + b"Expect: 100-continue\nContent-Length: 43\n",
+            b'{"name": "Fay", "email": "fay@example.com"}'),
+    request(b"POST /users HTTP/1.1\nHost: localhost\nContent-Type: text/plain\n"
+            b"Content-Length: 1\n", b"x"),
+    request(b"POST /users HTTP/1.1\nHost: localhost\nContent-Type: application/xml\n"
+            b"Content-Length: 59\n", b"<user><name>Gil</name><email>gil@example.com</email></user>"),
+    request(b"POST /users HTTP/1.1\nHost: localhost\nContent-Type: application/xml\n"
+            b"Content-Length: 37\n", b'<!DOCTYPE user [<!ENTITY a "a">]><u/>'),
+    request(b'PUT /users/2 HTTP/1.1\nHost: localhost\nIf-Match: "0-json"\n'
+            b"Content-Type: application/json\nContent-Length: 41\n",
+            b'{"name": "Bo", "email": "bo@example.com"}'),
+    request(b"PATCH /users/2 HTTP/1.1\nHost: localhost\nContent-Type: application/merge-patch+json"
+            b"\nContent-Length: 16\n", b'{"name": "Bono"}'),
+    request(b"DELETE /users/3 HTTP/1.1\nHost: localhost\nAccept: application/xml\n"),
+    request(b"DELETE /users/4 HTTP/1.1\nHost: localhost\nPrefer: return=minimal\n"),
+    request(b"OPTIONS /users HTTP/1.1\nHost: localhost\n"),
+    request(b"DELETE /users HTTP/1.1\nHost: localhost\n"),
+    request(b"BREW /users HTTP/1.1\nHost: localhost\n"),
+    request(b"GET /nope HTTP/1.1\nHost: localhost\n"),
+    request(b"GET //users HTTP/1.1\nHost: localhost\n"),
+    request(b"GET http://localhost:1/users/1 HTTP/1.1\nHost: evil.example\n"),
+    request(b"GET /users/1 HTTP/1.1\nHost: evil.example\n"),
+    request(b"GET /users/1 HTTP/1.0\n"),
+    request(b"GET /users/1 HTTP/1.1\n"),
+    request(b"GET /users/1 HTTP/1.1\nHost: localhost\nBad Name: x\n"),
+    request(b"GET /users/1 HTTP/1.1\nHost: localhost\nX-A: 1\n folded\n"),
+    request(b"GET /users/1 HTTP/1.1\nHost: localhost\nNo colon here\n"),
+    request(b"GET /users/1 HTTP/1.1\nHost: localhost\nX(A): 1\nX-B: \x00\n"),
+    request(b"GET /users/1 HTTP/1.1\nHost: localhost\nX-B: \x00\nBad Name: 1\n"),
+    request(b"GET /users/1 HTTP/1.1\nHost: localhost\nX-C: a\rb\n"),
+    request(b"GET /users/1 HTTP/1.1\n folded\nHost: localhost\n"),
+    request(POST_JSON + b"Content-Length: 1\x0b\n", b"{"),
+    request(POST_JSON + b"Content-Length: 2\nContent-Length: 3\n", b"{}"),
+    request(POST_JSON + b"Content-Length: 2\nTransfer-Encoding: chunked\n", b"{}"),
+    request(POST_JSON + b"Transfer-Encoding: chunked\n", b"2\r\n{}\r\n0\r\n\r\n"),
+    request(POST_JSON + b"Content-Length: 2000000\n"),
+    request(b"GET /users HTTX/1.1\nHost: localhost\n"),
+    request(b"GET /users HTTP/2.0\nHost: localhost\n"),
+    b"GET /users\r\n\r\n",
+    request(b"GET /users HTTP/1.1\nHost: localhost\n" + b"X-N: 1\n" * 150),
+    request(b"GET /users HTTP/1.1\nHost: localhost\nX-Long: " + b"x" * 70000 + b"\n"),
+    request(b"GET /" + b"x" * 70000 + b" HTTP/1.1\nHost: localhost\n"),
+]
+
+
+def test_the_speed_ups_answer_byte_for_byte_as_the_core_does():
+    """The default server and the plain one, in the same state, answer every request alike
+    (but for the Date): the speed-ups change how, never what."""
+    replies = {}
+    for variant in VARIANTS:
+        running = start_server(variant, users=[{"name": "User %d" % n, "email": "u%d@x" % n}
+                                               for n in range(5)] + [ADA])
+        try:
+            replies[variant] = [re.sub(rb"Date: [^\r]*\r\n", b"Date: -\r\n", raw(running, sent))
+                                for sent in SAME_BYTES_REQUESTS]
+        finally:
+            stop_server(running)
+    for sent, default, plain in zip(SAME_BYTES_REQUESTS, replies["default"], replies["plain"]):
+        assert default == plain, sent[:80]
+    assert len(set(reply[:12] for reply in replies["default"])) > 10  # many kinds of answer
+
+
+def test_the_speed_ups_format_dates_as_http_server_does(monkeypatch):
+    handler = rest_users.DefaultHandler.__new__(rest_users.DefaultHandler)
+    for second in (0, 951782400, 1795000000, 1795000059):
+        monkeypatch.setattr(time, "time", lambda: second + 0.5)
+        assert handler.date_time_string() == http.server.BaseHTTPRequestHandler.date_time_string(
+            handler)
+        assert handler.log_date_time_string() == (
+            http.server.BaseHTTPRequestHandler.log_date_time_string(handler))
