@@ -51,7 +51,7 @@ def start_server(variant="default", **options):
     "plain" one, which is the same without the speed-ups."""
     options.setdefault("quiet", True)
     server = rest_users.make_server("127.0.0.1", 0, plain=variant == "plain", **options)
-    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
+    threading.Thread(target=server.serve_forever, args=(0.01,), daemon=True).start()
     return server
 
 
@@ -1845,15 +1845,22 @@ def side_by_side(*calls):
 
 
 def post_and_see_when_applied(server):
-    """POST a user on a raw socket: when it is in the store, and when its answer comes."""
-    email = new_email()
+    """POST a user on a raw socket: when the store has added it, and when its answer comes.
+    (The server's store is watched from here on.)"""
+    added, create = threading.Event(), server.store.create
+
+    def create_and_tell(name, email):
+        user = create(name, email)
+        added.set()
+        return user
+
+    server.store.create = create_and_tell
     with socket.create_connection(("127.0.0.1", server.server_address[1]), timeout=5) as sock:
-        body = json.dumps({"name": "Slow", "email": email}).encode()
+        body = json.dumps({"name": "Slow", "email": new_email()}).encode()
         sock.sendall(b"POST /users HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
                      b"Content-Length: %d\r\nConnection: close\r\n\r\n%s" % (len(body), body))
         sent = time.monotonic()
-        while not any(user.email == email for user in server.store.list(EVERYONE)[1]):
-            time.sleep(0.005)
+        assert added.wait(5)
         applied = time.monotonic() - sent
         reply = sock.recv(65536)
         return reply, applied, time.monotonic() - sent
@@ -2316,10 +2323,13 @@ def test_ctrl_c_answers_a_request_in_flight_then_stops_cleanly(tmp_path):
             socket.create_connection(("127.0.0.1", port_of(banner)), timeout=5) as idle:
         body = b'{"name": "A", "email": "a@x"}'
         busy.sendall(b"POST /users HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
-                     b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
-        time.sleep(0.05)  # the POST is applied at once, then waits out the 250 ms delay
+                     b"Expect: 100-continue\r\nContent-Length: %d\r\n\r\n" % len(body))
+        replies = busy.makefile("rb")
+        assert replies.readline() == b"HTTP/1.1 100 Continue\r\n"  # the request is in flight
+        assert replies.readline() == b"\r\n"
         process.send_signal(signal.SIGINT)  # as Ctrl-C does; SIGTERM is tested below
-        reply = busy.makefile("rb").read()  # answered, then closed
+        busy.sendall(body)  # applied at once, then the answer waits out the 250 ms delay
+        reply = replies.read()  # answered, then closed
         assert idle.recv(1) == b""  # the idle keep-alive connection is closed
     _, stderr = process.communicate(timeout=10)
     assert reply.startswith(b"HTTP/1.1 201 Created\r\n")
@@ -2337,6 +2347,8 @@ def test_sigterm_during_writes_loses_no_acknowledged_user(tmp_path):
     process, banner = run_service("--port", "0", "--db", db, "--quiet")
     port, acknowledged = port_of(banner), []
 
+    forty_acknowledged = threading.Event()
+
     def write_until_refused():
         for n in itertools.count():
             try:
@@ -2345,6 +2357,8 @@ def test_sigterm_during_writes_loses_no_acknowledged_user(tmp_path):
                                    {"Content-Type": "application/json"})
                 if connection.getresponse().status == 201:
                     acknowledged.append("w%d@x" % n)
+                    if len(acknowledged) >= 40:
+                        forty_acknowledged.set()
                 connection.close()
             except (OSError, http.client.HTTPException):
                 return
@@ -2352,8 +2366,7 @@ def test_sigterm_during_writes_loses_no_acknowledged_user(tmp_path):
     writers = [threading.Thread(target=write_until_refused) for _ in range(4)]
     for writer in writers:
         writer.start()
-    while len(acknowledged) < 40:
-        time.sleep(0.01)
+    assert forty_acknowledged.wait(10)
     process.send_signal(signal.SIGTERM)
     for writer in writers:
         writer.join()
@@ -3029,8 +3042,10 @@ def test_the_explorer_keeps_errors_in_view_and_names_the_store(browser, capsys, 
                     "document.getElementById('user-email').value = 'no-at-sign';"
                     "document.getElementById('send-POST').click()")
         browser.wait_for(LAST_EXCHANGE + ".dataset.status === '422'")
-        time.sleep(0.3)  # time enough for a re-list, which must not come
-        assert requests_logged(capsys.readouterr().err) == ["POST /users"]
+        browser.run("window.marked = false; fetch('/users/999999').then(() => { "
+                    "window.marked = true; })")  # a request sent after any the 422 led to
+        browser.wait_for("window.marked")
+        assert requests_logged(capsys.readouterr().err) == ["POST /users", "GET /users/999999"]
         assert browser.run(LAST_EXCHANGE + ".dataset.status") == "422"
         for method in ("PUT", "PATCH", "DELETE"):
             browser.run("document.getElementById('user-id').value = '';"
@@ -3404,7 +3419,7 @@ def core(tmp_path_factory):
     """The core alone, as a module, serving on a free port with a MemoryStore."""
     module = module_from_source(tmp_path_factory.mktemp("core"), "core_users", core_source())
     running = module.UsersServer(("127.0.0.1", 0), module.MemoryStore())
-    threading.Thread(target=running.serve_forever, args=(0.05,), daemon=True).start()
+    threading.Thread(target=running.serve_forever, args=(0.01,), daemon=True).start()
     yield running
     stop_server(running)
 
@@ -3471,7 +3486,7 @@ def test_the_core_alone_guards_versions_and_answers_problems(core):
 def test_the_core_alone_asks_for_the_api_key(tmp_path):
     module = module_from_source(tmp_path, "keyed_core", core_source())
     running = module.UsersServer(("127.0.0.1", 0), module.MemoryStore(), api_key=KEY)
-    threading.Thread(target=running.serve_forever, args=(0.05,), daemon=True).start()
+    threading.Thread(target=running.serve_forever, args=(0.01,), daemon=True).start()
     try:
         reply = call(running, "GET", "/users")
         assert assert_problem(reply, 401)["detail"] == (
@@ -3501,7 +3516,7 @@ def test_a_learners_change_to_the_core_shows_in_the_default_server(tmp_path, pla
     module = module_from_source(tmp_path, "learner_users", source)
     running = module.make_server("127.0.0.1", 0, quiet=True, plain=plain,
                                  users=[{"name": "Ada", "email": "ada@example.com"}])
-    threading.Thread(target=running.serve_forever, args=(0.05,), daemon=True).start()
+    threading.Thread(target=running.serve_forever, args=(0.01,), daemon=True).start()
     try:
         reply = call(running, "GET", "/nope")
         assert assert_problem(reply, 404)["detail"] == "Nothing lives at /nope."
