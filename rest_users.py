@@ -29,7 +29,7 @@ serve_forever(). A request travels through it so:
 
 Each appendix subclasses the core, overriding hooks it leaves (which do the plain thing):
  A. EdgeHandler: strict framing (parse_request, content_length), the 413 and 100-continue
-    (read_body), drained bodies (leave_unread_body), XML bodies (body_reader), the Host
+    (before_reading_body), drained bodies (leave_unread_body), XML bodies (body_reader), the Host
     check (check_caller), problem bodies for http.server's own errors (send_error), the
     idle timeout and the 408 (handle_one_request); EdgeServer: the graceful stop.
  B. TeachingHandler: the 412's likely mistake (precondition_detail), and problem-only
@@ -48,7 +48,6 @@ real web server in front of it before the internet.
 import argparse
 import base64
 import contextlib
-import email.message
 import email.utils
 import functools
 import hashlib
@@ -121,8 +120,7 @@ Route = namedtuple("Route", "path pattern actions allow")
 
 
 def route(path, pattern, actions):
-    """A Route: its path as OpenAPI writes it, its pattern, the handler method for each
-    verb, and its Allow header (HEAD goes with GET)."""
+    """A Route: its OpenAPI path, pattern, handler method per verb, Allow (HEAD with GET)."""
     verbs = list(actions) + (["HEAD"] if "GET" in actions else []) + ["OPTIONS"]
     return Route(path, re.compile(pattern), actions, ", ".join(verbs))
 
@@ -196,13 +194,12 @@ class UsersHandler(BaseHTTPRequestHandler):
         if key is None or self.command == "OPTIONS" or not under_users(path):
             return
         scheme, _, token = (self.headers.get("Authorization") or "").strip().partition(" ")
-        token = token.strip()
-        if scheme.lower() != "bearer" or not token or " " in token:
+        if scheme.lower() != "bearer" or not token.strip() or " " in token.strip():
             raise ApiError(HTTPStatus.UNAUTHORIZED,
                            "This request needs the header Authorization: Bearer <API key>.",
                            headers=[("WWW-Authenticate", 'Bearer realm="users"')])
         # compare_digest takes as long for a near miss as for a far one: no timing hints
-        if not hmac.compare_digest(token.encode("latin-1"), key.encode("utf-8")):
+        if not hmac.compare_digest(token.strip().encode("latin-1"), key.encode("utf-8")):
             raise ApiError(HTTPStatus.UNAUTHORIZED, "The Bearer token is not the API key.",
                            headers=[("WWW-Authenticate",
                                      'Bearer realm="users", error="invalid_token"')])
@@ -255,13 +252,12 @@ class UsersHandler(BaseHTTPRequestHandler):
         self.send_user(HTTPStatus.OK, self.store.update(user_id, change))
 
     def delete_user(self, user_id):
-        """DELETE /users/{id}: 200 with the user as it was (RFC 9110 §9.3.5), or 204 for a
-        client that asks for no body with Prefer: return=minimal (RFC 7240 §4.2)."""
+        """DELETE /users/{id}: 200 with the user as it was, with no ETag for a version gone
+        (RFC 9110 §9.3.5); 204 for Prefer: return=minimal (RFC 7240 §4.2)."""
         user = self.store.delete(user_id, self.check_if_match)
         if "return=minimal" in self.headers.get("Prefer", "").replace(" ", "").lower():
             return self.respond(HTTPStatus.NO_CONTENT,
                                 headers=[("Preference-Applied", "return=minimal")])
-        # no ETag: it would name a version that no longer exists
         self.respond(HTTPStatus.OK, self.render(user), self.format.content_type)
 
     def answer_options(self, found):
@@ -282,6 +278,7 @@ class UsersHandler(BaseHTTPRequestHandler):
     def read_body(self):
         """Read the body, as long as its Content-Length says."""
         length = self.content_length()
+        self.before_reading_body(length)
         self.body_read = True
         body = self.rfile.read(length)
         if len(body) < length:
@@ -297,6 +294,9 @@ class UsersHandler(BaseHTTPRequestHandler):
             raise ApiError(HTTPStatus.BAD_REQUEST,
                            "Content-Length must be one whole number of bytes.")
         return int(value)
+
+    def before_reading_body(self, length):
+        """Nothing to do here (the edge refuses a large body, and sends 100 Continue)."""
 
     def read_user_body(self, merge_patch=False):
         """Read the body and parse it as its Content-Type says into (field, value) pairs."""
@@ -519,8 +519,7 @@ class MemoryStore:
 
     kept_in = "memory, lost when the server stops"  # where the users are, for people
 
-    def __init__(self, users=()):
-        """An empty store, or one holding these users (checked, with ids, emails differing)."""
+    def __init__(self, users=()):  # users to start with: checked, with ids, emails differing
         self.lock = threading.Lock()
         self.users = {user.id: user for user in sorted(users)}  # in id order, as ids only grow
         self.ids_by_email = {email_key(user.email): user.id for user in users}  # no scan
@@ -697,11 +696,13 @@ BODY_READERS = {"application/json": read_json_fields, MERGE_PATCH: read_json_fie
 
 
 def parse_content_type(value):
-    """Split a Content-Type header into its media type and charset, both lower case, by the
-    standard library's header parser."""
-    message = email.message.Message()
-    message["Content-Type"] = value
-    return message.get_content_type(), message.get_content_charset()
+    """Split a Content-Type header into its media type and charset, both lower case."""
+    media_type, *parameters = value.lower().split(";")
+    charset = None
+    for name, _, argument in (parameter.partition("=") for parameter in parameters):
+        if name.strip() == "charset":
+            charset = argument.strip().strip('"')
+    return media_type.strip(), charset
 
 
 # -- Content negotiation, conditional requests and the query string of GET /users ----------
@@ -947,21 +948,19 @@ class EdgeHandler(UsersHandler):
         words = str(self.raw_requestline, "iso-8859-1").split()
         error = request_line_error(words) if words else None
         if error is not None:
-            return self.head_passes(error)
+            return self.refuse_head(error)
         if not super().parse_request():
-            return False
+            return False  # http.server has answered, or the client is done
         self.path = words[1]  # as sent: http.server makes //users /users
-        return self.head_passes(header_error(self.headers))
+        error = header_error(self.headers) or host_error(self.request_version, self.headers)
+        return self.refuse_head(error) if error else True
 
-    def head_passes(self, error):
-        """Whether the request's head passes: else its error (or, for HTTP/1.1, a missing
-        Host) is answered, and the connection closes."""
-        error = error or self.headers is not None and host_error(self.request_version,
-                                                                 self.headers)
-        if error:
-            self.close_connection = True
-            self.send_problem(error)
-        return error is None
+    def refuse_head(self, error):
+        """Answer an error in a request's head and close the connection, as what follows
+        cannot be trusted; False, as parse_request returns for a request not to serve."""
+        self.close_connection = True
+        self.send_problem(error)
+        return False
 
     def route_request(self):
         """Route an absolute-form target, http://host/users, as its path and query, its host
@@ -986,17 +985,15 @@ class EdgeHandler(UsersHandler):
         self.expects_continue = True
         return True
 
-    def read_body(self):
+    def before_reading_body(self, length):
         """A body over --max-body is a 413, refused unread; a client that waits for leave to
-        send the body gets it now (100 Continue), once no error can come first."""
-        length = self.content_length()
+        send the body gets it now (100 Continue), as no error can come first."""
         if length > self.server.max_body:
             raise ApiError(HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
                            "The body is %d bytes; this service takes at most %d."
                            % (length, self.server.max_body))
         if self.expects_continue:
             self.wfile.write(b"HTTP/1.1 100 Continue\r\n\r\n")
-        return super().read_body()
 
     def content_length(self):
         """Also a 400 for Content-Length beside Transfer-Encoding (RFC 9112 §6.1), given
@@ -1020,9 +1017,10 @@ class EdgeHandler(UsersHandler):
     def leave_unread_body(self):
         """Read and drop a body nobody read, when its length is known and allowed, so the
         connection can serve the next request; else close it, as the core does."""
-        if (self.headers is None or self.expects_continue
-                or "Transfer-Encoding" in self.headers):
-            return super().leave_unread_body()  # no request, or a body that may never come
+        if self.headers is None or "Content-Length" not in self.headers:
+            return super().leave_unread_body()  # no body, or one whose end is unknown
+        if self.expects_continue or "Transfer-Encoding" in self.headers:
+            return super().leave_unread_body()  # a body that may never come, or not end
         try:
             length = self.content_length()
         except ApiError:
@@ -2597,11 +2595,10 @@ class FastHandler(EdgeHandler):
                 self.headers = read_header_fields(self.rfile)
             except ApiError as found:
                 error = found
-        if error is not None:
-            self.send_problem(error)
-            return False
-        self.keep_connection_as_asked()
-        return self.head_passes(None)
+        if error is None:
+            self.keep_connection_as_asked()
+            error = host_error(self.request_version, self.headers)
+        return self.refuse_head(error) if error else True
 
     def keep_connection_as_asked(self):
         """Keep the connection open or not, as http.server would, and note 100-continue."""
