@@ -69,7 +69,8 @@ class Method:
     OPTIONS = "OPTIONS"
 
 
-Request = namedtuple("Request", "method url headers params body", defaults=(None, None, None))
+Request = namedtuple("Request", "method url headers params body")
+Request.__new__.__defaults__ = (None, None, None)  # headers, params and body may be left out
 Request.__doc__ = """What to send: a method, a full URL, and optional headers (dict),
 query parameters (dict, added to the URL) and body (bytes, str sent as UTF-8, or None)."""
 
@@ -482,8 +483,14 @@ def request_from(options):
 def print_head(response):
     """Print the status line and headers as curl -i does, then a blank line."""
     for line in head_lines(response):
-        print(line)
-    print()
+        write_out(line + "\n")
+    write_out("\n")
+
+
+def write_out(text):
+    """Write text to stdout, a character the terminal cannot show as a replacement mark."""
+    encoding = sys.stdout.encoding or "utf-8"
+    sys.stdout.write(text.encode(encoding, "replace").decode(encoding))
 
 
 def show(line):
@@ -508,12 +515,11 @@ def main(argv=None):
     if error is not None:
         print("rest_client: no reply: %s" % error, file=sys.stderr)
         return 3
-    sys.stdout.reconfigure(errors="replace")  # a terminal that cannot show a character
     if options.include:
         print_head(response)
-    sys.stdout.write(response.body)
+    write_out(response.body)
     if sys.stdout.isatty() and not response.body.endswith("\n"):
-        sys.stdout.write("\n")  # so that the prompt starts on a line of its own
+        write_out("\n")  # so that the prompt starts on a line of its own
     sys.stdout.flush()
     return 1 if options.fail and response.status_code >= 400 else 0
 

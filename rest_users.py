@@ -150,6 +150,7 @@ class UsersHandler(BaseHTTPRequestHandler):
     """Answers one connection's requests, one after another; settings are on self.server."""
 
     protocol_version = "HTTP/1.1"  # persistent connections
+    wbufsize = -1  # a response gathers in a buffer, flushed after each request: one write
     server_version = "rest_users/1.0"
     routes = ROUTES  # an appendix adds a route by extending this list in a subclass
     body_types = "application/json (and for PATCH application/merge-patch+json)"
@@ -395,8 +396,8 @@ class UsersHandler(BaseHTTPRequestHandler):
         """Take the server's store, and send each write at once."""
         self.store = self.server.store
         super().setup()
-        # head and body leave in two writes: Nagle's algorithm would hold the second back
-        # until the client's delayed ACK, some 40 ms
+        # a response larger than the buffer leaves in two writes: Nagle's algorithm would
+        # hold the second back until the client's delayed ACK, some 40 ms
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
 
@@ -904,6 +905,7 @@ class EdgeHandler(UsersHandler):
             self.close_connection = True
             self.send_problem(ApiError(HTTPStatus.REQUEST_TIMEOUT, "The request stopped arriving:"
                                        " nothing came for %s seconds." % self.timeout))
+        self.wfile.flush()  # the answer leaves now, as http.server's own version sends it
 
     def answer_request_line(self):
         """Read the request line and, unless it is too long, the rest, then answer it."""
@@ -994,6 +996,7 @@ class EdgeHandler(UsersHandler):
                            % (length, self.server.max_body))
         if self.expects_continue:
             self.wfile.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+            self.wfile.flush()
 
     def content_length(self):
         """Also a 400 for Content-Length beside Transfer-Encoding (RFC 9112 §6.1), given

@@ -17,7 +17,8 @@ import sys
 import threading
 import time
 import urllib.error
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from socketserver import ThreadingMixIn
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
@@ -115,7 +116,7 @@ class ScriptedHandler(BaseHTTPRequestHandler):
         self.reply(200, b"late")
 
 
-class ScriptedServer(ThreadingHTTPServer):
+class ScriptedServer(ThreadingMixIn, HTTPServer):  # ThreadingHTTPServer, which 3.6 lacks
     daemon_threads = True
 
     def handle_error(self, request, client_address):
@@ -443,7 +444,8 @@ def run_cli_process(*args, api_key=None, stdin=None):
     if api_key is not None:
         env["API_KEY"] = api_key
     return subprocess.run([sys.executable, os.path.join(HERE, "rest_client.py")] + list(args),
-                          input=stdin, capture_output=True, env=env, timeout=20)
+                          input=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                          timeout=20)
 
 
 CliResult = collections.namedtuple("CliResult", "returncode stdout stderr")
