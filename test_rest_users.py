@@ -5,6 +5,7 @@ real server on port 0, shared by the tests that use it. Behaviour tests run agai
 stores. Tests never sleep to synchronise: they wait on sockets and processes.
 """
 
+import ast
 import builtins
 import contextlib
 import errno
@@ -23,7 +24,6 @@ import socketserver
 import sqlite3
 import struct
 import subprocess
-import symtable
 import sys
 import tempfile
 import threading
@@ -2427,7 +2427,7 @@ def test_sorted_pages_with_db_read_an_index(tmp_path):
     """The SQL that SQLiteStore.list runs, as SQLite traces it, reads an index in order."""
     store = rest_users.SQLiteStore(str(tmp_path / "u.db"))
     statements = []
-    store.db.set_trace_callback(statements.append)
+    store.db.set_trace_callback(lambda statement: statements.append(statement))  # 3.6 hashes it
     for sort in ("name", "-name", "email", "-email"):
         store.list(rest_users.ListQuery(limit=10, offset=0, sort=sort, name=None, email=None, q=None))
     store.db.set_trace_callback(None)
@@ -3404,28 +3404,29 @@ def module_from_source(tmp_path, name, source):
     return module
 
 
-def globals_used_before_defined(source):
-    """The global names a module's code refers to that neither it nor builtins define."""
-    table = symtable.symtable(source, "core", "exec")
-    defined = {symbol.get_name() for symbol in table.get_symbols() if symbol.is_assigned()
-               or symbol.is_imported()} | set(dir(builtins))
-    used = set()
-
-    def scan(scope):
-        for child in scope.get_children():
-            used.update(symbol.get_name() for symbol in child.get_symbols()
-                        if symbol.is_global() and symbol.is_referenced())
-            scan(child)
-
-    scan(table)
-    used.update(symbol.get_name() for symbol in table.get_symbols() if symbol.is_referenced())
-    return used - defined
+def names_used_but_not_bound(source):
+    """The names a module's code reads that it binds nowhere (at the top, or locally) and
+    that are not builtins: the names it would take from code after it."""
+    tree = ast.parse(source)
+    read, bound = set(), set(dir(builtins))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            (read if isinstance(node.ctx, ast.Load) else bound).add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            bound.add(node.name)
+    return read - bound
 
 
 def test_the_core_names_nothing_that_only_the_appendices_define():
     source = core_source()
     assert len(source.splitlines()) <= 850
-    assert globals_used_before_defined(source) == set()
+    assert names_used_but_not_bound(source) == set()
 
 
 @pytest.fixture(scope="module")
