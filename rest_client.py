@@ -28,24 +28,30 @@ From the shell, a tiny curl (API_KEY in the environment becomes a Bearer token):
 """
 
 import argparse
+import atexit
 import email.utils
 import http.client
+import io
 import itertools
 import json
 import math
 import os
 import random
 import re
+import socket
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
+import urllib.response
+import zlib
 from collections import namedtuple
 from datetime import datetime, timezone
 from http import HTTPStatus
-from urllib.parse import quote, urlencode, urlsplit, urlunsplit
+from urllib.parse import quote, urlencode, urljoin, urlsplit, urlunsplit
 
-__all__ = ["Method", "Request", "Response", "Headers", "send", "main"]
+__all__ = ["Method", "Request", "Response", "Headers", "send", "close", "main"]
 
 DEFAULT_TIMEOUT = 30.0  # seconds
 MAX_REDIRECTS = 10
@@ -55,6 +61,9 @@ MAX_RETRY_AFTER = 30.0  # seconds: a server asking for longer gets this much
 FIRST_BACKOFF, MAX_BACKOFF = 0.5, 8.0  # seconds, without a Retry-After
 TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # a method or header name (RFC 9110 §5.6.2)
 URL_SAFE = "/%:@!$&'()*+,;=?-._~"  # what quote() leaves alone in a path and query
+ACCEPT_ENCODING = "gzip, deflate"  # what the client asks for unless the caller says otherwise
+MAX_IDLE_PER_HOST = 32  # kept connections waiting for a request, per host
+IDLE_TIMEOUT = 90.0  # seconds a kept connection may wait before it is closed (as Go's)
 
 
 class Method:
@@ -72,18 +81,37 @@ class Method:
 Request = namedtuple("Request", "method url headers params body")
 Request.__new__.__defaults__ = (None, None, None)  # headers, params and body may be left out
 Request.__doc__ = """What to send: a method, a full URL, and optional headers (dict),
-query parameters (dict, added to the URL) and body (bytes, str sent as UTF-8, or None)."""
+query parameters (dict, added to the URL) and body (bytes, str sent as UTF-8, a dict or
+list sent as JSON, or None)."""
 
 
 class Response(namedtuple("Response", "status_code body headers")):
     """What came back: the status (int), the body decoded as text, and the headers (a
-    Headers dict from each name, as the server spelled it, to the list of its values)."""
+    Headers dict from each name, as the server spelled it, to the list of its values).
+    url is the URL that answered, after any redirects."""
 
-    __slots__ = ()
+    url = None
 
     def json(self):
         """The body parsed as JSON; ValueError when it is not JSON, an empty body included."""
         return json.loads(self.body)
+
+    def links(self):
+        """The Link header's links (RFC 8288) by relation, lower case, as absolute URLs
+        resolved against the URL that answered: {"next": "http://...", ...}; the first link
+        of a relation wins."""
+        found = {}
+        for value in self.headers.get("Link", []):
+            for target, parameters in LINK.findall(value):
+                for name, argument in LINK_PARAMETER.findall(parameters):
+                    if name.lower() == "rel":  # rel="next last" names two relations
+                        for relation in argument.strip('"').lower().split():
+                            found.setdefault(relation, urljoin(self.url or "", target))
+        return found
+
+
+LINK = re.compile(r'<([^>]*)>((?:\s*;\s*[^;,="]+(?:=\s*(?:"[^"]*"|[^;,"]*))?)*)')
+LINK_PARAMETER = re.compile(r';\s*([^;,="\s]+)\s*(?:=\s*("[^"]*"|[^;,"]*))?')
 
 
 class Headers(dict):
@@ -141,12 +169,34 @@ def check_headers(headers):
 
 
 def default_content_type(body):
-    """The Content-Type to send with a body whose sender named none (never a form)."""
+    """The Content-Type to send with a body whose sender named none (never a form): JSON for
+    a JSON object or array; "123" or "true" is text, or octets."""
     try:
-        json.loads(body)
-        return "application/json"
+        is_json = isinstance(json.loads(body), (dict, list))
     except (ValueError, RecursionError):  # not JSON (or nested past what json can read)
-        return "text/plain; charset=utf-8" if isinstance(body, str) else "application/octet-stream"
+        is_json = False
+    if is_json:
+        return "application/json"
+    return "text/plain; charset=utf-8" if isinstance(body, str) else "application/octet-stream"
+
+
+def body_bytes(body, headers):
+    """The body as bytes, with a Content-Type added to headers if it has none: a dict or
+    list goes as JSON; TypeError for any other kind of body, or one json cannot encode."""
+    has_type = any(name.lower() == "content-type" for name in headers)
+    if isinstance(body, (dict, list)):
+        try:
+            body = json.dumps(body)
+        except ValueError as error:  # a circular reference: a mistake like any TypeError
+            raise TypeError("the body cannot be sent as JSON: %s" % error) from None
+        if not has_type:
+            headers["Content-Type"] = "application/json"
+    elif not isinstance(body, (bytes, str)):
+        raise TypeError("body must be bytes, str, a dict, a list or None, not %s"
+                        % type(body).__name__)
+    elif not has_type:
+        headers["Content-Type"] = default_content_type(body)
+    return body.encode("utf-8") if isinstance(body, str) else body
 
 
 def build_request(request):
@@ -155,13 +205,9 @@ def build_request(request):
     if not TOKEN.fullmatch(method):
         raise ValueError("%r is not a valid HTTP method" % method)
     headers = check_headers(request.headers)
-    body = request.body
-    if body is not None and not isinstance(body, (bytes, str)):
-        raise TypeError("body must be bytes, str or None, not %s" % type(body).__name__)
-    if body is not None and not any(name.lower() == "content-type" for name in headers):
-        headers["Content-Type"] = default_content_type(body)
-    if isinstance(body, str):
-        body = body.encode("utf-8")
+    body = None if request.body is None else body_bytes(request.body, headers)
+    if not any(name.lower() == "accept-encoding" for name in headers):
+        headers["Accept-Encoding"] = ACCEPT_ENCODING
     return urllib.request.Request(build_url(request.url, request.params), data=body,
                                   headers=headers, method=method)
 
@@ -196,12 +242,11 @@ class SafeRedirects(urllib.request.HTTPRedirectHandler):
     http_error_308 = urllib.request.HTTPRedirectHandler.http_error_302
 
 
-OPENER = urllib.request.build_opener(SafeRedirects)  # built once: every send() shares it
-
-
-def read_response(reply):
-    """Make a Response from urllib's reply (an HTTPError is a reply too)."""
-    raw = reply.read()
+def read_response(reply, accept_encoding):
+    """Make a Response from urllib's reply (an HTTPError is a reply too), its body decoded
+    from the codings the request accepted (UndecodableReply if it does not decode)."""
+    raw = decompress(reply.read(), reply.headers.get_all("Content-Encoding") or [],
+                     accept_encoding)
     headers = Headers()
     for name, value in reply.headers.items():
         headers.setdefault(headers.spelling(name), []).append(value)
@@ -210,7 +255,40 @@ def read_response(reply):
         body = raw.decode(charset, errors="replace")
     except LookupError:  # a charset Python does not know
         body = raw.decode("utf-8", errors="replace")
-    return Response(reply.code, body, headers)
+    response = Response(reply.code, body, headers)
+    response.url = reply.geturl()
+    return response
+
+
+class UndecodableReply(OSError):
+    """A reply in a content coding the request accepted that does not decode: no usable
+    reply came, so it is an error value, never a half-decoded body."""
+
+
+def decompress(raw, content_encodings, accept_encoding):
+    """The body with each content coding undone, last applied first (RFC 9110 §8.4), for the
+    codings the request's Accept-Encoding named; a coding it did not name stays."""
+    accepted = {coding.split(";")[0].strip().lower() for coding in accept_encoding.split(",")}
+    codings = [coding.strip().lower() for value in content_encodings for coding in value.split(",")]
+    for coding in reversed([coding for coding in codings if coding]):
+        if coding not in accepted or coding not in ("gzip", "x-gzip", "deflate"):
+            return raw  # not asked for, or identity: left as it came
+        try:
+            raw = inflate(raw, coding)
+        except zlib.error as error:
+            raise UndecodableReply("the %s reply does not decode: %s" % (coding, error)) from None
+    return raw
+
+
+def inflate(raw, coding):
+    """Undo gzip or deflate. "deflate" means the zlib format (RFC 9110 §8.4.1.2), but some
+    servers send bare deflate data, which browsers take too."""
+    if coding != "deflate":
+        return zlib.decompress(raw, 16 + zlib.MAX_WBITS)  # the gzip wrapper
+    try:
+        return zlib.decompress(raw)
+    except zlib.error:
+        return zlib.decompress(raw, -zlib.MAX_WBITS)
 
 
 def send(request, timeout=DEFAULT_TIMEOUT, retries=0, trace=None):
@@ -218,7 +296,8 @@ def send(request, timeout=DEFAULT_TIMEOUT, retries=0, trace=None):
 
     Network, URL, header and timeout trouble never raises: the exception comes back as
     the error value (URLError, TimeoutError, ValueError, ...). A body that is not bytes,
-    str or None is a mistake in the program, and raises TypeError at once.
+    str, a dict, a list or None is a mistake in the program, and raises TypeError at once.
+    Connections are kept and reused (see KeptConnections); close() closes them.
 
     With retries=N, an idempotent request is sent up to N more times while no reply
     comes or the reply is 429 or 503; see retry_wait. POST and PATCH are never sent
@@ -256,7 +335,7 @@ def send_once(request, timeout, trace):
         except urllib.error.HTTPError as error:  # a 4xx or 5xx (or a 3xx not followed)
             reply = error  # is a reply like any other
         with reply:
-            response = read_response(reply)
+            response = read_response(reply, prepared.get_header("Accept-encoding", ""))
     except (OSError, ValueError, http.client.HTTPException) as error:
         return None, error  # URLError and TimeoutError are OSErrors
     if trace:
@@ -307,6 +386,198 @@ def how_long(response):
 
 
 # ---------------------------------------------------------------------------------------
+# Kept connections: one TCP connection for many requests (RFC 9112 §9.3)
+#
+# urllib.request opens a connection for every request and closes it after the reply. The
+# handlers below take their place in the opener, as urllib means handlers to be added: a
+# connection whose reply was read to its end waits in a pool for the next request to the
+# same host, as Go's client, requests' Session and urllib3 keep theirs.
+# ---------------------------------------------------------------------------------------
+
+class ConnectionPool:
+    """Idle connections by scheme, host and port (and proxy tunnel and TLS settings), safe
+    to share between threads; a connection in use is in no pool, so none waits for another."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.idle = {}  # key -> [(connection, when it became idle)], the newest last
+
+    def take(self, key):
+        """An idle connection for key that the server has not closed meanwhile, or None."""
+        with self.lock:
+            waiting = self.idle.get(key, [])
+            while waiting:
+                connection, since = waiting.pop()
+                if time.monotonic() - since < IDLE_TIMEOUT and still_open(connection):
+                    return connection
+                connection.close()
+        return None
+
+    def give_back(self, key, connection):
+        """Keep a connection whose reply was read to its end, for the next request."""
+        with self.lock:
+            waiting = self.idle.setdefault(key, [])
+            waiting.append((connection, time.monotonic()))
+            while len(waiting) > MAX_IDLE_PER_HOST:
+                waiting.pop(0)[0].close()
+
+    def close(self):
+        """Close every idle connection."""
+        with self.lock:
+            for waiting in self.idle.values():
+                for connection, _ in waiting:
+                    connection.close()
+            self.idle.clear()
+
+
+def still_open(connection):
+    """Whether a kept connection may carry a request: the server has neither closed it nor
+    sent anything unasked, as a peek without waiting shows (as urllib3 and Go check)."""
+    sock = connection.sock
+    if sock is None:
+        return False
+    timeout = sock.gettimeout()
+    sock.settimeout(0)
+    try:
+        sock.recv(1, socket.MSG_PEEK)  # b"": closed; anything else: out of step
+        return False
+    except BlockingIOError:
+        return True  # nothing to read: still open
+    except OSError:
+        return False
+    finally:
+        sock.settimeout(timeout)
+
+
+POOL = ConnectionPool()
+DEAD_CONNECTION = (ConnectionResetError, ConnectionAbortedError, BrokenPipeError,
+                   http.client.BadStatusLine)  # RemoteDisconnected is both of the first and last
+
+
+class KeptConnections:
+    """Mixed into urllib's HTTP and HTTPS handlers: send on a kept connection when there is
+    one, read the reply to its end, and keep the connection for the next request."""
+
+    trace = None  # a function shown each request head as it goes out, as curl -v does
+
+    def exchange(self, request, connection_class, **options):
+        """Send the request and return urllib's reply, its body read."""
+        key = (request.type, request.host, request._tunnel_host, id(options.get("context")))
+        connection = POOL.take(key)
+        reused = connection is not None
+        try:
+            if not reused:
+                connection = self.connect(connection_class, request, options)
+            reply, body = self.send_on(connection, request)
+        except DEAD_CONNECTION:
+            connection.close()
+            if not (reused and request.get_method() in IDEMPOTENT_METHODS):
+                raise  # a POST may have reached the server; a new connection had its try
+            connection = self.connect(connection_class, request, options)  # once more
+            reply, body = self.send_on(connection, request)
+        except BaseException:
+            connection.close()  # a timeout too: the reply might still come, out of step
+            raise
+        if reply.will_close:  # Connection: close, HTTP/1.0, or a body read to the end
+            connection.close()
+        else:
+            POOL.give_back(key, connection)
+        return self.reply_to_urllib(request, reply, body)
+
+    def connect(self, connection_class, request, options):
+        """A new connection for the request, through the proxy's tunnel if it has one."""
+        connection = connection_class(request.host, timeout=request.timeout, **options)
+        if request._tunnel_host:  # HTTPS through a proxy: CONNECT, as urllib does
+            headers = dict(request.header_items())
+            tunnel = {"Proxy-Authorization": headers["Proxy-authorization"]} if (
+                "Proxy-authorization" in headers) else {}
+            connection.set_tunnel(request._tunnel_host, headers=tunnel)
+        return connection
+
+    def send_on(self, connection, request):
+        """Send the request on the connection; the reply and its whole body."""
+        if connection.sock is not None:
+            connection.sock.settimeout(request.timeout)
+        connection.timeout = request.timeout
+        connection.trace = self.trace
+        headers = dict(request.unredirected_hdrs)
+        headers.update((name, value) for name, value in request.header_items()
+                       if name not in headers and name != "Proxy-authorization")
+        try:
+            connection.request(request.get_method(), request.selector, request.data,
+                               {name.title(): value for name, value in headers.items()})
+        except DEAD_CONNECTION:
+            raise  # for exchange to judge
+        except OSError as error:  # no connection, or a timeout: as urllib says it
+            raise urllib.error.URLError(error) from None
+        reply = connection.getresponse()
+        return reply, reply.read()
+
+    def reply_to_urllib(self, request, reply, body):
+        """The reply as urllib's handlers expect one, the body read."""
+        answer = urllib.response.addinfourl(io.BytesIO(body), reply.msg,
+                                            request.get_full_url(), reply.status)
+        answer.msg = reply.reason
+        return answer
+
+
+class TracedConnection:
+    """Mixed into an http.client connection: the first thing it sends for a request, the
+    request's head, is shown to self.trace."""
+
+    trace = None
+
+    def send(self, data):
+        if self.trace:
+            show_request_head(data, self.trace)
+            self.trace = None  # what follows is the body
+        super().send(data)
+
+
+class HTTPConnection(TracedConnection, http.client.HTTPConnection):
+    """An HTTPConnection that can show its request heads."""
+
+
+class KeptHTTPHandler(KeptConnections, urllib.request.HTTPHandler):
+    """urllib's HTTPHandler, on kept connections."""
+
+    def http_open(self, request):
+        return self.exchange(request, HTTPConnection)
+
+
+HTTPS = hasattr(http.client, "HTTPSConnection")  # not where Python was built without ssl
+if HTTPS:
+    class HTTPSConnection(TracedConnection, http.client.HTTPSConnection):
+        """An HTTPSConnection that can show its request heads."""
+
+    class KeptHTTPSHandler(KeptConnections, urllib.request.HTTPSHandler):
+        """urllib's HTTPSHandler, on kept connections."""
+
+        def https_open(self, request):
+            return self.exchange(request, HTTPSConnection, context=self._context)
+
+
+def build_opener(trace=None):
+    """An opener that follows safe redirects only, on kept connections (a proxy from the
+    environment still applies: urllib's ProxyHandler comes first)."""
+    handlers = [SafeRedirects, KeptHTTPHandler()] + ([KeptHTTPSHandler()] if HTTPS else [])
+    for handler in handlers[1:]:
+        handler.trace = trace
+    return urllib.request.build_opener(*handlers)
+
+
+OPENER = build_opener()  # built once: every send() shares it and its kept connections
+
+
+def close():
+    """Close every kept connection (they are closed at exit too)."""
+    POOL.close()
+
+
+atexit.register(close)
+
+
+# ---------------------------------------------------------------------------------------
 # Showing the exchange, as curl -v does
 # ---------------------------------------------------------------------------------------
 
@@ -340,57 +611,9 @@ def head_lines(response):
             yield "%s: %s" % (name, value)
 
 
-class TracedSend:
-    """Mixed into an http.client connection: the first thing it sends, the request head,
-    is shown to self.trace (urllib opens a connection per request, redirects included)."""
-
-    trace = None
-
-    def send(self, data):
-        if self.trace:
-            show_request_head(data, self.trace)
-            self.trace = None  # what follows is the body
-        super().send(data)
-
-
-class TracedHTTPConnection(TracedSend, http.client.HTTPConnection):
-    """An HTTPConnection that shows its request head."""
-
-
-HTTPS = hasattr(http.client, "HTTPSConnection")  # not where Python was built without ssl
-if HTTPS:
-    class TracedHTTPSConnection(TracedSend, http.client.HTTPSConnection):
-        """An HTTPSConnection that shows its request head."""
-
-
-class TracingHandler(urllib.request.HTTPHandler):
-    """Opens connections that show their request head; it goes before urllib's own."""
-
-    handler_order = urllib.request.HTTPHandler.handler_order - 1
-
-    def __init__(self, trace):
-        super().__init__()
-        self.trace = trace
-
-    def http_open(self, req):
-        return self.do_open(self.connect(TracedHTTPConnection), req)
-
-    if HTTPS:
-        def https_open(self, req):
-            return self.do_open(self.connect(TracedHTTPSConnection), req)
-
-    def connect(self, connection_class):
-        """A function that makes a connection of the class and gives it self.trace."""
-        def make(host, **options):
-            connection = connection_class(host, **options)
-            connection.trace = self.trace
-            return connection
-        return make
-
-
 def tracing_opener(trace):
-    """An opener like OPENER whose connections show what they send."""
-    return urllib.request.build_opener(SafeRedirects, TracingHandler(trace))
+    """An opener like OPENER whose requests are shown to trace as they go out."""
+    return build_opener(trace)
 
 
 # ---------------------------------------------------------------------------------------
@@ -443,8 +666,12 @@ def parse_arguments(argv):
                         type=header_argument, help="a request header (repeatable)")
     parser.add_argument("-q", dest="params", action="append", default=[], metavar="NAME=VALUE",
                         type=param_argument, help="a query parameter, URL-encoded (repeatable)")
-    parser.add_argument("-d", dest="data", metavar="BODY",
-                        help="the body: text, @FILE for a file's bytes, @- for standard input")
+    body = parser.add_mutually_exclusive_group()
+    body.add_argument("-d", dest="data", metavar="BODY",
+                      help="the body: text, @FILE for a file's bytes, @- for standard input")
+    body.add_argument("-j", "--json", metavar="JSON",
+                      help="the body as JSON text, which must parse (or @FILE, @-), sent as "
+                           "application/json unless -H names a Content-Type")
     parser.add_argument("--timeout", type=seconds_argument, default=DEFAULT_TIMEOUT,
                         help="seconds to wait for the reply (default: %(default)s)")
     parser.add_argument("--retry", type=count_argument, default=0, metavar="N",
@@ -471,13 +698,19 @@ def read_data(data):
 
 
 def request_from(options):
-    """Build the Request the command line describes."""
+    """Build the Request the command line describes; ValueError for -j text that is not
+    JSON, naming its line and column as json does."""
     headers = dict(options.headers)
     api_key = os.environ.get("API_KEY")
     if api_key and not any(name.lower() == "authorization" for name in headers):
         headers["Authorization"] = "Bearer " + api_key
-    return Request(options.method, options.url, headers, dict(options.params) or None,
-                   read_data(options.data))
+    body = read_data(options.data)
+    if options.json is not None:
+        body = read_data(options.json)
+        json.loads(body)  # a typo is the caller's to mend: nothing is sent
+        if not any(name.lower() == "content-type" for name in headers):
+            headers["Content-Type"] = "application/json"
+    return Request(options.method, options.url, headers, dict(options.params) or None, body)
 
 
 def print_head(response):
@@ -506,6 +739,9 @@ def main(argv=None):
         request = request_from(options)
     except OSError as error:
         print("rest_client: cannot read the body: %s" % error, file=sys.stderr)
+        return 2
+    except ValueError as error:  # json's words: "Expecting value: line 2 column 11 (char 12)"
+        print("rest_client: --json is not JSON: %s" % error, file=sys.stderr)
         return 2
     response, error = send(request, timeout=options.timeout, retries=options.retry,
                            trace=show if options.verbose else None)

@@ -7,7 +7,10 @@ end-to-end tests drive rest_users.py itself, from Python and from the command li
 
 import collections
 import email.utils
+import gzip
+import http.client
 import io
+import itertools
 import json
 import os
 import pty
@@ -17,6 +20,7 @@ import sys
 import threading
 import time
 import urllib.error
+import zlib
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from socketserver import ThreadingMixIn
 from urllib.parse import parse_qs, urlsplit
@@ -207,7 +211,11 @@ def test_a_non_ascii_path_is_percent_encoded(scripted):
     (b'{"a": 1}', "application/json"),
     ('{"a": 1}', "application/json"),
     ("[1, 2]", "application/json"),
-    ("42", "application/json"),
+    ("42", "text/plain; charset=utf-8"),  # JSON, but not an object or array
+    ("123", "text/plain; charset=utf-8"),
+    ("true", "text/plain; charset=utf-8"),
+    ('"text"', "text/plain; charset=utf-8"),
+    (b"123", "application/octet-stream"),
     ("hello", "text/plain; charset=utf-8"),
     (b"hello", "application/octet-stream"),
     (b"\xff\xfe", "application/octet-stream"),
@@ -263,10 +271,24 @@ def test_a_latin1_header_value_is_sent(scripted):
     assert last_header(scripted, "X-Name") == "café"
 
 
-def test_a_body_of_another_type_raises_type_error_at_once(scripted):
+CIRCULAR = []
+CIRCULAR.append(CIRCULAR)
+
+
+@pytest.mark.parametrize("body, message", [
+    (42, "body must be bytes, str, a dict, a list or None, not int"),
+    ({"a": {1, 2}}, None),  # None: what json.dumps itself says (its words differ by version)
+    (CIRCULAR, "the body cannot be sent as JSON: Circular reference detected"),
+])
+def test_a_body_of_another_type_raises_type_error_at_once(scripted, body, message):
+    if message is None:
+        with pytest.raises(TypeError) as raised:
+            json.dumps(body)
+        message = str(raised.value)
     count = len(scripted.received)
-    with pytest.raises(TypeError, match="body must be bytes, str or None, not dict"):
-        send(Request("POST", scripted.url + "/echo", body={"a": 1}))
+    with pytest.raises(TypeError) as raised:
+        send(Request("POST", scripted.url + "/echo", body=body))
+    assert str(raised.value) == message
     assert len(scripted.received) == count  # nothing was sent
 
 
@@ -438,9 +460,11 @@ def test_a_problem_from_the_service_is_a_response(users):
 
 # -- the command line ----------------------------------------------------------------------
 
-def run_cli_process(*args, api_key=None, stdin=None):
-    """Run rest_client.py as a shell would, in a process of its own."""
-    env = {name: value for name, value in os.environ.items() if name != "API_KEY"}
+def run_cli_process(*args, api_key=None, stdin=None, env=None):
+    """Run rest_client.py as a shell would, in a process of its own, with env added to
+    the environment."""
+    env = dict({name: value for name, value in os.environ.items() if name != "API_KEY"},
+               **(env or {}))
     if api_key is not None:
         env["API_KEY"] = api_key
     return subprocess.run([sys.executable, os.path.join(HERE, "rest_client.py")] + list(args),
@@ -803,3 +827,327 @@ def test_cli_adds_a_line_end_on_a_terminal_only(scripted):
         if terminal is not None:
             os.close(terminal)
     assert output == b'{"status": 404}\r\n'  # the terminal shows the line end as CR LF
+
+
+# -- kept connections, JSON bodies, compressed replies, links ------------------------------
+
+class CountingServer:
+    """An HTTP/1.1 server on a raw socket that counts connections and requests. answer(n,
+    request) gives the bytes that answer the connection's request number n (from 1); None
+    to close the connection without a word; or (bytes, CLOSE) to answer, then close."""
+
+    def __init__(self, answer):
+        self.answer, self.requests, self.connections, self.closed_by_client = answer, [], 0, 0
+        self.closed_by_server = threading.Event()
+        self.listener = socket.socket()
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(16)
+        self.url = "http://127.0.0.1:%d" % self.listener.getsockname()[1]
+        self.lock = threading.Lock()
+        threading.Thread(target=self.accept, daemon=True).start()
+
+    def accept(self):
+        while True:
+            try:
+                connection, _ = self.listener.accept()
+            except OSError:  # closed: the test is over
+                return
+            with self.lock:
+                self.connections += 1
+            threading.Thread(target=self.serve, args=(connection,), daemon=True).start()
+
+    def serve(self, connection):
+        with connection, connection.makefile("rb") as stream:
+            for number in itertools.count(1):
+                request = self.read_request(stream)
+                if request is None:
+                    with self.lock:
+                        self.closed_by_client += 1
+                    return
+                with self.lock:
+                    self.requests.append(request)
+                answer = self.answer(number, request)
+                if answer is None:
+                    return
+                if isinstance(answer, tuple):
+                    connection.sendall(answer[0])
+                    connection.shutdown(socket.SHUT_RDWR)
+                    self.closed_by_server.set()
+                    return
+                connection.sendall(answer)
+
+    @staticmethod
+    def read_request(stream):
+        """The next request as a dict, or None when the client closed the connection."""
+        line = stream.readline()
+        if not line:
+            return None
+        method, target, _ = line.decode("latin-1").split(" ", 2)
+        headers = {}
+        for line in iter(stream.readline, b"\r\n"):
+            name, _, value = line.decode("latin-1").partition(":")
+            headers[name.lower()] = value.strip()
+        body = stream.read(int(headers.get("content-length", 0)))
+        return {"method": method, "target": target, "headers": headers, "body": body}
+
+    def close(self):
+        self.listener.close()
+
+
+CLOSE = "close"
+
+
+def answer(body=b"ok", status="200 OK", headers=()):
+    """The bytes of a reply with a Content-Length."""
+    head = ["HTTP/1.1 " + status, "Content-Length: %d" % len(body)] + list(headers)
+    return ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body
+
+
+@pytest.fixture
+def counting():
+    """Make CountingServers, closed and with the client's kept connections closed after."""
+    servers = []
+
+    def make(answer_for):
+        server = CountingServer(answer_for)
+        servers.append(server)
+        return server
+
+    yield make
+    rest_client.close()
+    for server in servers:
+        server.close()
+
+
+def test_twenty_gets_go_on_one_connection(counting):
+    server = counting(lambda number, request: answer(b"%d" % number))
+    bodies = [send(Request("GET", server.url + "/users/1"))[0].body for _ in range(20)]
+    assert bodies == [str(number) for number in range(1, 21)]
+    assert server.connections == 1 and len(server.requests) == 20
+    assert "connection" not in server.requests[0]["headers"]  # urllib would send close
+
+
+@pytest.mark.parametrize("reply", [  # the server leaves the connection open, but said
+    answer(b"bye", headers=["Connection: close"]),  # the client is to close it
+    b"HTTP/1.0 200 OK\r\nContent-Length: 3\r\n\r\nbye",  # HTTP/1.0 without keep-alive
+    (b"HTTP/1.1 200 OK\r\n\r\nbye", CLOSE),  # no length: the body ends with the connection
+])
+def test_a_reply_that_ends_its_connection_is_not_reused(counting, reply):
+    server = counting(lambda number, request: reply)
+    replies = [send(Request("GET", server.url + "/"))[0] for _ in range(3)]
+    assert [(resp.status_code, resp.body) for resp in replies] == [(200, "bye")] * 3
+    assert server.connections == 3
+
+
+def test_a_connection_the_server_closed_while_idle_is_not_used(counting):
+    server = counting(lambda number, request: (answer(), CLOSE))
+    first = send(Request("GET", server.url + "/"))[0]
+    assert server.closed_by_server.wait(5)  # the kept connection is closed under the client
+    resp, err = send(Request("POST", server.url + "/users", body={"name": "Ada"}))
+    assert first.body == "ok" and err is None and resp.body == "ok"
+    assert [request["method"] for request in server.requests] == ["GET", "POST"]
+    assert server.connections == 2
+
+
+@pytest.mark.parametrize("method, sent", [("GET", 3), ("PUT", 3), ("DELETE", 3),
+                                          ("POST", 2), ("PATCH", 2)])
+def test_a_kept_connection_that_dies_under_a_request_retries_only_what_may_go_twice(
+        counting, method, sent):
+    """The server answers the first request, then drops the connection when the second
+    arrives: an idempotent request goes once more on a new connection; a POST or PATCH,
+    which may have reached the server, comes back as an error value."""
+    server = counting(lambda number, request: answer() if number == 1 else None)
+    assert send(Request("GET", server.url + "/"))[0].body == "ok"
+    resp, err = send(Request(method, server.url + "/users/1", body={"name": "Ada"}))
+    assert len(server.requests) == sent
+    if sent == 3:
+        assert err is None and resp.body == "ok" and server.connections == 2
+    else:
+        assert resp is None and isinstance(err, http.client.RemoteDisconnected)
+        assert server.connections == 1
+
+
+def test_a_new_connection_that_dies_is_not_tried_again(counting):
+    server = counting(lambda number, request: None)
+    resp, err = send(Request("GET", server.url + "/"))
+    assert resp is None and isinstance(err, http.client.RemoteDisconnected)
+    assert len(server.requests) == 1
+
+
+def test_eight_threads_share_the_kept_connections(counting):
+    server = counting(lambda number, request: answer(request["target"].encode()))
+    failures = []
+
+    def fetch(thread):
+        for n in range(25):
+            path = "/t%d/%d" % (thread, n)
+            resp, err = send(Request("GET", server.url + path))
+            if err is not None or resp.body != path:
+                failures.append((path, err, resp))
+
+    threads = [threading.Thread(target=fetch, args=(thread,)) for thread in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == [] and len(server.requests) == 200
+    assert server.connections <= 8  # no thread waits for another's, none needs a ninth
+
+
+def test_close_closes_the_kept_connections(counting):
+    server = counting(lambda number, request: answer())
+    send(Request("GET", server.url + "/"))
+    rest_client.close()
+    deadline = time.monotonic() + 5
+    while server.closed_by_client < 1:
+        assert time.monotonic() < deadline, "the server never saw the connection close"
+        time.sleep(0.01)
+    send(Request("GET", server.url + "/"))
+    assert server.connections == 2
+
+
+@pytest.mark.parametrize("body, sent, content_type", [
+    ({"name": "Ada", "tags": ["é"]}, b'{"name": "Ada", "tags": ["\\u00e9"]}', "application/json"),
+    ([1, 2], b"[1, 2]", "application/json"),
+    ("123", b"123", "text/plain; charset=utf-8"),
+])
+def test_dict_and_list_bodies_go_as_json(counting, body, sent, content_type):
+    server = counting(lambda number, request: answer())
+    send(Request("POST", server.url + "/", body=body))
+    assert server.requests[-1]["body"] == sent
+    assert server.requests[-1]["headers"]["content-type"] == content_type
+
+
+def test_a_dict_body_keeps_the_content_type_given(counting):
+    server = counting(lambda number, request: answer())
+    send(Request("PATCH", server.url + "/", headers={"Content-Type": "application/merge-patch+json"},
+                 body={"name": None}))
+    assert server.requests[-1]["body"] == b'{"name": null}'
+    assert server.requests[-1]["headers"]["content-type"] == "application/merge-patch+json"
+
+
+def deflated(data, wbits):
+    compressor = zlib.compressobj(wbits=wbits)
+    return compressor.compress(data) + compressor.flush()
+
+
+@pytest.mark.parametrize("coding, encoded", [
+    ("gzip", gzip.compress("héllo".encode())),
+    ("GZip", gzip.compress("héllo".encode())),
+    ("deflate", zlib.compress("héllo".encode())),
+    ("deflate", deflated("héllo".encode(), -zlib.MAX_WBITS)),  # bare deflate, as some send
+])
+def test_a_compressed_reply_is_decoded(counting, coding, encoded):
+    server = counting(lambda number, request: answer(encoded, headers=[
+        "Content-Encoding: " + coding, "Content-Type: text/plain; charset=utf-8"]))
+    resp, err = send(Request("GET", server.url + "/"))
+    assert err is None and resp.body == "héllo"
+    assert resp.headers["Content-Encoding"] == [coding]  # the headers as the server sent them
+    assert server.requests[-1]["headers"]["accept-encoding"] == "gzip, deflate"
+
+
+def test_a_corrupt_gzip_reply_is_an_error_value(counting):
+    server = counting(lambda number, request: answer(b"\x1f\x8b not gzip",
+                                                     headers=["Content-Encoding: gzip"]))
+    resp, err = send(Request("GET", server.url + "/"))
+    assert resp is None and isinstance(err, rest_client.UndecodableReply)
+    assert str(err).startswith("the gzip reply does not decode: ")
+    result = run_cli("GET", server.url + "/")
+    assert (result.returncode, result.stdout) == (3, b"")
+    assert result.stderr.startswith(b"rest_client: no reply: the gzip reply does not decode: ")
+
+
+def test_a_coding_the_request_did_not_ask_for_is_left_alone(counting):
+    encoded = gzip.compress(b"raw")
+    server = counting(lambda number, request: answer(encoded, headers=["Content-Encoding: gzip"]))
+    resp, err = send(Request("GET", server.url + "/", headers={"Accept-Encoding": "identity"}))
+    assert err is None and resp.body == encoded.decode("utf-8", errors="replace")
+    assert server.requests[-1]["headers"]["accept-encoding"] == "identity"
+
+
+def test_links_are_absolute_urls_by_relation_after_a_redirect(counting):
+    links = ('</users?offset=10&limit=5>; rel="next", </users?offset=0&limit=5>; rel=first, '
+             '<https://other.example/all>; rel="last Archive"; title="a, b", </x>; rel="next"')
+
+    def answer_for(number, request):
+        if request["target"] == "/start":
+            return answer(b"", "302 Found", ["Location: /api/v1/users?offset=5"])
+        return answer(b"[]", headers=["Link: " + links])
+
+    server = counting(answer_for)
+    resp, err = send(Request("GET", server.url + "/start"))
+    assert err is None and resp.url == server.url + "/api/v1/users?offset=5"
+    assert resp.links() == {"next": server.url + "/users?offset=10&limit=5",
+                            "first": server.url + "/users?offset=0&limit=5",
+                            "last": "https://other.example/all",
+                            "archive": "https://other.example/all"}
+    status, body, headers = resp  # still a 3-tuple
+    assert (status, body) == (200, "[]")
+
+
+def test_a_reply_without_link_has_no_links(scripted):
+    assert send(Request("GET", scripted.url + "/empty"))[0].links() == {}
+
+
+def test_paging_by_link_is_a_plain_loop(users):
+    auth = {"Authorization": "Bearer " + KEY}
+    for n in range(7):
+        send(Request("POST", users.url + "/users", headers=auth,
+                     body={"name": "Page %d" % n, "email": "page%d@example.com" % n}))
+    names, url = [], users.url + "/users?q=page&limit=3"
+    while url:
+        resp, err = send(Request("GET", url, headers=auth))
+        names += [user["name"] for user in resp.json()]
+        url = resp.links().get("next")
+    assert names == ["Page %d" % n for n in range(7)]
+
+
+def test_a_proxy_from_the_environment_is_used(counting):
+    server = counting(lambda number, request: answer(request["target"].encode()))
+    env = {"http_proxy": server.url, "no_proxy": ""}
+    first = run_cli_process("GET", "http://users.example/users?limit=1", env=env)
+    assert (first.returncode, first.stdout) == (0, b"http://users.example/users?limit=1")
+    assert server.requests[-1]["headers"]["host"] == "users.example"
+
+
+@pytest.mark.parametrize("flag", ["-j", "--json"])
+def test_cli_json_sends_json_text_with_its_content_type(counting, flag):
+    server = counting(lambda number, request: answer())
+    result = run_cli("POST", server.url + "/users", flag, '{"name": "Ada"}')
+    assert result.returncode == 0
+    assert server.requests[-1]["body"] == b'{"name": "Ada"}'
+    assert server.requests[-1]["headers"]["content-type"] == "application/json"
+
+
+def test_cli_json_that_does_not_parse_is_a_usage_error_naming_the_place(counting):
+    server = counting(lambda number, request: answer())
+    result = run_cli("POST", server.url + "/users", "-j", '{"name":\n "Ada",}')
+    assert (result.returncode, result.stdout) == (2, b"")
+    assert result.stderr == (b"rest_client: --json is not JSON: Expecting property name "
+                             b"enclosed in double quotes: line 2 column 8 (char 16)\n")
+    assert server.requests == []
+
+
+def test_cli_data_and_json_together_are_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as exited:
+        rest_client.main(["POST", "http://127.0.0.1:1/", "-d", "x", "-j", "{}"])
+    assert exited.value.code == 2
+    assert "argument -j/--json: not allowed with argument -d" in capsys.readouterr().err
+
+
+def test_a_request_that_timed_out_is_not_sent_again_and_ends_its_connection(counting):
+    late = threading.Event()
+
+    def answer_for(number, request):
+        if number == 2:
+            late.wait(5)  # until the client has given up
+        return answer()
+
+    server = counting(answer_for)
+    assert send(Request("GET", server.url + "/"))[0].body == "ok"
+    resp, err = send(Request("GET", server.url + "/slow"), timeout=0.2, retries=0)
+    late.set()
+    assert resp is None and isinstance(err, socket.timeout)
+    assert send(Request("GET", server.url + "/"))[0].body == "ok"
+    assert [request["target"] for request in server.requests] == ["/", "/slow", "/"]
+    assert server.connections == 2

@@ -3562,6 +3562,8 @@ SAME_BYTES_REQUESTS = [
     request(b'GET /users/1 HTTP/1.1\nHost: localhost\nIf-None-Match: "1-json"\n'),
     request(b"HEAD /users/1 HTTP/1.1\nHost: localhost\n"),
     request(b"GET /users?limit=2&offset=1&sort=-name HTTP/1.1\nHost: localhost\n"),
+    request(b"GET /users?limit=2&offset=1&sort=-id HTTP/1.1\nHost: localhost\n"),
+    request(b"GET /users?offset=3 HTTP/1.1\nHost: localhost\n"),
     request(b"GET /users?q=ADA&limit=1 HTTP/1.1\nHost: localhost\nAccept: application/xml\n"),
     request(b"GET /users?limit=0 HTTP/1.1\nHost: localhost\n"),
     request(b"GET / HTTP/1.1\nHost: localhost\n"),
@@ -3585,6 +3587,8 @@ SAME_BYTES_REQUESTS = [
             b"\nContent-Length: 16\n", b'{"name": "Bono"}'),
     request(b"DELETE /users/3 HTTP/1.1\nHost: localhost\nAccept: application/xml\n"),
     request(b"DELETE /users/4 HTTP/1.1\nHost: localhost\nPrefer: return=minimal\n"),
+    request(b"GET /users?limit=2&offset=1&sort=-name HTTP/1.1\nHost: localhost\n"),  # anew
+    request(b"GET /users?offset=3 HTTP/1.1\nHost: localhost\n"),
     request(b"OPTIONS /users HTTP/1.1\nHost: localhost\n"),
     request(b"DELETE /users HTTP/1.1\nHost: localhost\n"),
     request(b"BREW /users HTTP/1.1\nHost: localhost\n"),
