@@ -38,13 +38,13 @@ import math
 import os
 import random
 import re
+import select
 import socket
 import sys
 import threading
 import time
 import urllib.error
 import urllib.request
-import urllib.response
 import zlib
 from collections import namedtuple
 from datetime import datetime, timezone
@@ -245,12 +245,12 @@ class SafeRedirects(urllib.request.HTTPRedirectHandler):
 def read_response(reply, accept_encoding):
     """Make a Response from urllib's reply (an HTTPError is a reply too), its body decoded
     from the codings the request accepted (UndecodableReply if it does not decode)."""
-    raw = decompress(reply.read(), reply.headers.get_all("Content-Encoding") or [],
-                     accept_encoding)
-    headers = Headers()
+    headers, spellings = Headers(), {}
     for name, value in reply.headers.items():
-        headers.setdefault(headers.spelling(name), []).append(value)
-    charset = reply.headers.get_content_charset() or "utf-8"
+        key = spellings.setdefault(name.lower(), name)  # the first spelling is the key
+        dict.setdefault(headers, key, []).append(value)
+    raw = decompress(reply.read(), headers.get("Content-Encoding", []), accept_encoding)
+    charset = charset_of(headers.get("Content-Type", [""])[0]) or "utf-8"
     try:
         body = raw.decode(charset, errors="replace")
     except LookupError:  # a charset Python does not know
@@ -258,6 +258,15 @@ def read_response(reply, accept_encoding):
     response = Response(reply.code, body, headers)
     response.url = reply.geturl()
     return response
+
+
+def charset_of(content_type):
+    """The charset a Content-Type value names, in lower case, or None."""
+    for parameter in content_type.split(";")[1:]:
+        name, _, value = parameter.partition("=")
+        if name.strip().lower() == "charset":
+            return value.strip().strip('"').lower() or None
+    return None
 
 
 class UndecodableReply(OSError):
@@ -268,8 +277,10 @@ class UndecodableReply(OSError):
 def decompress(raw, content_encodings, accept_encoding):
     """The body with each content coding undone, last applied first (RFC 9110 §8.4), for the
     codings the request's Accept-Encoding named; a coding it did not name stays."""
-    accepted = {coding.split(";")[0].strip().lower() for coding in accept_encoding.split(",")}
     codings = [coding.strip().lower() for value in content_encodings for coding in value.split(",")]
+    if not any(codings):
+        return raw
+    accepted = {coding.split(";")[0].strip().lower() for coding in accept_encoding.split(",")}
     for coding in reversed([coding for coding in codings if coding]):
         if coding not in accepted or coding not in ("gzip", "x-gzip", "deflate"):
             return raw  # not asked for, or identity: left as it came
@@ -432,21 +443,11 @@ class ConnectionPool:
 
 def still_open(connection):
     """Whether a kept connection may carry a request: the server has neither closed it nor
-    sent anything unasked, as a peek without waiting shows (as urllib3 and Go check)."""
-    sock = connection.sock
-    if sock is None:
-        return False
-    timeout = sock.gettimeout()
-    sock.settimeout(0)
+    sent anything unasked, as urllib3 and Go check: nothing is there to read."""
     try:
-        sock.recv(1, socket.MSG_PEEK)  # b"": closed; anything else: out of step
+        return not select.select([connection.sock], [], [], 0)[0]  # EOF reads as readable
+    except (ValueError, TypeError, OSError):  # no socket, or one select cannot watch
         return False
-    except BlockingIOError:
-        return True  # nothing to read: still open
-    except OSError:
-        return False
-    finally:
-        sock.settimeout(timeout)
 
 
 POOL = ConnectionPool()
@@ -515,10 +516,26 @@ class KeptConnections:
 
     def reply_to_urllib(self, request, reply, body):
         """The reply as urllib's handlers expect one, the body read."""
-        answer = urllib.response.addinfourl(io.BytesIO(body), reply.msg,
-                                            request.get_full_url(), reply.status)
-        answer.msg = reply.reason
-        return answer
+        return ReadReply(body, reply.status, reply.reason, reply.msg, request.get_full_url())
+
+
+class ReadReply(io.BytesIO):
+    """A reply whose body has been read, with what urllib's handlers ask of a reply: code,
+    msg (the reason phrase), headers and info(), geturl()."""
+
+    def __init__(self, body, status, reason, headers, url):
+        super().__init__(body)
+        self.code, self.status, self.msg, self.headers, self.url = (status, status, reason,
+                                                                    headers, url)
+
+    def info(self):
+        return self.headers
+
+    def geturl(self):
+        return self.url
+
+    def getcode(self):
+        return self.code
 
 
 class TracedConnection:
