@@ -47,6 +47,7 @@ real web server in front of it before the internet.
 
 import argparse
 import base64
+import collections
 import contextlib
 import email.utils
 import functools
@@ -153,6 +154,7 @@ class UsersHandler(BaseHTTPRequestHandler):
     wbufsize = -1  # a response gathers in a buffer, flushed after each request: one write
     server_version = "rest_users/1.0"
     routes = ROUTES  # an appendix adds a route by extending this list in a subclass
+    keyed_paths = ("/users",)  # these and the paths under them need the key, if there is one
     body_types = "application/json (and for PATCH application/merge-patch+json)"
     headers = None  # the request's header fields, once http.server has read them
     body_read = False  # whether this request's body has been read
@@ -192,7 +194,8 @@ class UsersHandler(BaseHTTPRequestHandler):
         """With an API key, a /users request without it is a 401 (RFC 6750), before any
         other check, so a stranger learns nothing about the API. OPTIONS stays open (CORS)."""
         key, path = self.server.api_key, self.path.partition("?")[0]
-        if key is None or self.command == "OPTIONS" or not under_users(path):
+        if key is None or self.command == "OPTIONS" or not any(
+                path == keyed or path.startswith(keyed + "/") for keyed in self.keyed_paths):
             return
         scheme, _, token = (self.headers.get("Authorization") or "").strip().partition(" ")
         if scheme.lower() != "bearer" or not token.strip() or " " in token.strip():
@@ -399,11 +402,6 @@ class UsersHandler(BaseHTTPRequestHandler):
         # a response larger than the buffer leaves in two writes: Nagle's algorithm would
         # hold the second back until the client's delayed ACK, some 40 ms
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-
-def under_users(path):
-    """Whether a path is /users or under it (/usersX is not)."""
-    return path == "/users" or path.startswith("/users/")
 
 
 # -- Users: the model and its validation ---------------------------------------------------
@@ -1574,6 +1572,11 @@ class SQLiteStore:
                                     "VALUES (?, ?, ?, ?)", users)
             self.count += len(users)
 
+    def reset(self, users):
+        """A file is not reset over HTTP (POST /__admin/reset): 409, nothing changed."""
+        raise ApiError(HTTPStatus.CONFLICT, "This server keeps its users in %s, and a database "
+                       "file is not reset over HTTP: nothing was changed." % self.kept_in)
+
     def close(self):
         """Close the database (waiting for a request that is using it)."""
         with self.lock:
@@ -1618,6 +1621,24 @@ class CorsServer(UsersServer):
         super().__init__(*args, **options)
 
 
+class BaseUrl(str):
+    """The base URL running() yields, http://127.0.0.1:PORT, usable as any str; test code
+    also resets the server and reads its journal through it, without an HTTP call."""
+
+    def __new__(cls, url, server):
+        base_url = super().__new__(cls, url)
+        base_url.server = server
+        return base_url
+
+    def reset(self):
+        """As POST /__admin/reset: back to the starting users, the journal emptied."""
+        self.server.reset()
+
+    def requests(self):
+        """As GET /__admin/requests: the requests to /users, oldest first."""
+        return self.server.journal.entries()
+
+
 # Headers a browser may send and read across origins when --cors is on.
 CORS_ALLOWED_HEADERS = "Authorization, Content-Type, If-Match, If-None-Match"
 CORS_EXPOSED_HEADERS = "Location, ETag, Link, X-Total-Count"
@@ -1650,8 +1671,28 @@ def cors_preflight_headers(allowed, headers, methods):
 
 # -- A fake API: what front ends and test suites ask of one ------------------------------
 
+def under_users(path):
+    """Whether a path is /users or under it (/usersX is not)."""
+    return path == "/users" or path.startswith("/users/")
+
+
+ADMIN_ROUTES = [route("/__admin/reset", r"/__admin/reset", {"POST": "reset_users"}),
+                route("/__admin/requests", r"/__admin/requests",
+                      {"GET": "list_requests", "DELETE": "clear_requests"})]
+
+
 class FakeApiHandler(UsersHandler):
-    """UsersHandler whose /users answers can come late (--delay) or fail (--fail-rate)."""
+    """UsersHandler whose /users answers can come late (--delay) or fail (--fail-rate), with
+    test controls under /__admin/: a reset, and the journal of /users requests."""
+
+    routes = ROUTES + ADMIN_ROUTES
+    keyed_paths = UsersHandler.keyed_paths + ("/__admin",)
+    received_at, body_received = None, b""  # when this request came, and its body
+
+    def route_request(self):
+        """Note when the request came, for the journal."""
+        self.received_at = time.time()
+        super().route_request()
 
     def check_caller(self):
         """After the checks of who asks, --fail-rate may fail the request."""
@@ -1659,20 +1700,127 @@ class FakeApiHandler(UsersHandler):
         fail_on_demand(self.server.fake_api.fail_rate, self.command,
                        self.path.partition("?")[0])
 
+    def read_body(self):
+        """Keep the body for the journal."""
+        self.body_received = super().read_body()
+        return self.body_received
+
     def respond(self, status, body=b"", content_type=None, headers=()):
-        """With --delay, the answer waits; a write it reports is already done."""
+        """With --delay, the answer waits; a write it reports is already done. A /users
+        request goes into the journal."""
+        if self.headers is not None and under_users(self.path.partition("?")[0]):
+            self.server.journal.add(self.command, self.path, self.headers,
+                                    self.body_received, status, self.received_at)
+        self.received_at, self.body_received = None, b""
         wait_for_delay(self)
         super().respond(status, body, content_type, headers)
 
+    def extra_headers(self):
+        """No CORS headers on the test controls: a page on another origin must neither
+        reset the API nor read what was sent to it."""
+        return [] if self.for_test_controls() else super().extra_headers()
+
+    def answer_options(self, found):
+        """No CORS preflight answer for the test controls either."""
+        if self.for_test_controls():
+            return UsersHandler.answer_options(self, found)
+        super().answer_options(found)
+
+    def for_test_controls(self):
+        """Whether this request is for a path under /__admin/."""
+        return self.headers is not None and self.path.startswith("/__admin")
+
+    def reset_users(self):
+        """POST /__admin/reset: back to the users the server started with; 409 with --db."""
+        self.server.reset()
+        self.respond(HTTPStatus.NO_CONTENT)
+
+    def list_requests(self):
+        """GET /__admin/requests: the journal, oldest first, in JSON."""
+        self.respond(HTTPStatus.OK, json_bytes({"requests": self.server.journal.entries()}),
+                     "application/json")
+
+    def clear_requests(self):
+        """DELETE /__admin/requests: empty the journal."""
+        self.server.journal.clear()
+        self.respond(HTTPStatus.NO_CONTENT)
+
 
 class FakeApiServer(UsersServer):
-    """UsersServer with the fake API's options (a FakeApi)."""
+    """UsersServer with the fake API's options (a FakeApi) and its journal."""
 
     handler_class = FakeApiHandler
 
     def __init__(self, *args, fake_api=None, **options):
-        self.fake_api = fake_api or FakeApi()
+        self.fake_api, self.journal = fake_api or FakeApi(), Journal()
         super().__init__(*args, **options)
+
+    def reset(self):
+        """Back to the users the server started with, new ids after them, and the journal
+        emptied: a test's known state. A database file is not reset over HTTP (409)."""
+        self.store.reset(self.fake_api.starting_users())
+        self.journal.clear()
+
+
+class ResettableMemoryStore(MemoryStore):
+    """MemoryStore that can go back to a list of users (POST /__admin/reset)."""
+
+    def reset(self, users):
+        """Hold these users and none else, as a new store given them would."""
+        fresh = MemoryStore(users)
+        with self.lock:
+            self.users, self.ids_by_email, self.last_id = (fresh.users, fresh.ids_by_email,
+                                                           fresh.last_id)
+
+
+class Journal:
+    """The last requests to /users, kept as they came and written out only when asked for,
+    so that keeping them costs a request almost nothing. Safe between threads."""
+
+    LIMIT = 1000  # requests kept: a bound on memory, whatever the traffic
+    MAX_BODY = 64 * 1024  # bytes of each body kept
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.kept = collections.deque(maxlen=self.LIMIT)
+
+    def add(self, method, target, headers, body, status, received_at):
+        """Keep one request: its method, target, header fields, body, status and time."""
+        with self.lock:
+            self.kept.append((method, target, headers, body[:self.MAX_BODY], status,
+                              received_at or time.time()))
+
+    def entries(self):
+        """The requests kept, oldest first, as JSON objects."""
+        with self.lock:
+            kept = list(self.kept)
+        return [journal_entry(*request) for request in kept]
+
+    def clear(self):
+        """Forget every request."""
+        with self.lock:
+            self.kept.clear()
+
+
+def journal_entry(method, target, headers, body, status, received_at):
+    """A kept request as the journal shows it, credentials and cookies masked."""
+    fields = {}
+    for name, value in headers.items():
+        fields[name] = fields[name] + ", " + value if name in fields else value
+    for name in list(fields):
+        if name.lower() in ("authorization", "proxy-authorization"):
+            fields[name] = fields[name].split(" ")[0] + " ***"
+        elif name.lower() == "cookie":
+            fields[name] = "***"  # a browser sends localhost's cookies of other apps too
+    return {"method": method, "target": target, "headers": fields,
+            "body": body.decode("utf-8", errors="replace"), "status": int(status),
+            "received": rfc3339(received_at)}
+
+
+def rfc3339(seconds):
+    """A time as RFC 3339 in UTC, to the millisecond: 2026-11-24T05:32:17.123Z."""
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + ".%03dZ" % (
+        seconds % 1 * 1000)
 
 
 MAX_DELAY = 60000  # milliseconds
@@ -2338,6 +2486,17 @@ DESCRIPTIONS = {  # what a viewer shows under each operation's summary
     "deleteUser": "Deletes the user: 200 with the user as it was (no ETag: that version is "
                   "gone), or 204 with Prefer: return=minimal; a GET after it is 404. If-Match "
                   "guards it as it guards PUT.",
+    "resetUsers": "Puts the users back to those the server started with (--fake-users, "
+                  "--load), new ids continuing after them, and empties the journal: a known "
+                  "state for each end-to-end test. A database file is not reset (409).",
+    "optionsReset": "The methods /__admin/reset takes, in Allow. No CORS: a page on another "
+                    "origin cannot reset the API.",
+    "listRequests": "The last 1,000 requests to /users, oldest first: method, target, "
+                    "headers (credentials and cookies masked), body (its first 64 KiB), "
+                    "status and when it came.",
+    "clearRequests": "Empties the journal of requests.",
+    "headRequests": "The headers GET /__admin/requests would send, without the body.",
+    "optionsRequests": "The methods /__admin/requests takes, in Allow.",
     "optionsUser": "The methods /users/{id} takes, in Allow, whether or not the user exists; "
                    "also the answer to a CORS preflight.",
 }
@@ -2394,6 +2553,31 @@ IF_NONE_MATCH = {"name": "If-None-Match", "in": "header", "schema": TEXT}
 PREFER = {"name": "Prefer", "in": "header", "schema": TEXT, "example": "return=minimal",
           "description": "return=minimal: answer 204 without the deleted user (RFC 7240)"}
 EXAMPLE_USER = {"id": 1, "name": "Ada Lovelace", "email": "ada@example.com"}  # for Try it out
+
+
+def admin_paths(auth):
+    """The test controls under /__admin/, behind the key when there is one."""
+    early = ("401",) if auth else ()
+    done = {"204": {"description": "Done", "headers": header_refs("Vary")}}
+    not_reset = problem_response("With --db: a database file is not reset over HTTP")
+    journal = {"200": {"description": "The journal", "headers": header_refs("Vary"),
+                       "content": {"application/json": {"schema": json_schema_ref("Journal")}}}}
+    list_requests = operation("listRequests", "The requests sent to /users",
+                              responses(journal, *early), auth=auth, tag="testing")
+    return {
+        "/__admin/reset": {
+            "post": operation("resetUsers", "Back to the starting users", dict(
+                responses(done, *early), **{"409": not_reset}), auth=auth, tag="testing"),
+            "options": options_operation("optionsReset", "What /__admin/reset takes",
+                                         "testing")},
+        "/__admin/requests": {
+            "get": list_requests,
+            "head": head_operation(list_requests, "headRequests", "The journal's headers"),
+            "delete": operation("clearRequests", "Empty the journal",
+                                responses(done, *early), auth=auth, tag="testing"),
+            "options": options_operation("optionsRequests", "What /__admin/requests takes",
+                                         "testing")},
+    }
 
 
 def open_paths():
@@ -2482,9 +2666,10 @@ def openapi_document(auth):
                  "license": {"name": "MIT", "identifier": "MIT"}},
         "servers": [{"url": "/"}],  # wherever this document was fetched from
         "tags": [{"name": "users", "description": "The users: list, create, read, change"},
-                 {"name": "service", "description": "The index, the explorer and this document"}],
-        "paths": dict(open_paths(), **{"/users": users_path(auth),
-                                       "/users/{id}": user_path(auth)}),
+                 {"name": "service", "description": "The index, the explorer and this document"},
+                 {"name": "testing", "description": "Test controls for end-to-end suites"}],
+        "paths": dict(open_paths(), **admin_paths(auth), **{"/users": users_path(auth),
+                                                             "/users/{id}": user_path(auth)}),
         "components": openapi_components(auth),
     }
 
@@ -2537,7 +2722,21 @@ def openapi_schemas():
         "Index": {"type": "object", "properties": {"users": {"type": "string"}},
                   "xml": {"name": "index"}},
         "Problem": problem_schema(),
+        "Journal": journal_schema(),
     }
+
+
+def journal_schema():
+    """The journal of GET /__admin/requests."""
+    text = {"type": "string"}
+    entry = {"type": "object", "required": ["method", "target", "headers", "body", "status",
+                                            "received"],
+             "properties": {"method": text, "target": text, "body": text,
+                            "headers": {"type": "object", "additionalProperties": text},
+                            "status": {"type": "integer"},
+                            "received": {"type": "string", "format": "date-time"}}}
+    return {"type": "object", "required": ["requests"],
+            "properties": {"requests": {"type": "array", "items": entry}}}
 
 
 def user_field_schemas():
@@ -2671,7 +2870,7 @@ class FastHandler(EdgeHandler):
         return log_date(int(time.time()))
 
 
-class FastMemoryStore(MemoryStore):
+class FastMemoryStore(ResettableMemoryStore):
     """MemoryStore with the speed-up below."""
 
     def list(self, query):
@@ -2696,6 +2895,11 @@ class FastServer(EdgeServer):
     def __init__(self, *args, **options):
         self.pages = PageCache()
         super().__init__(*args, **options)
+
+    def reset(self):
+        """The pages kept are gone with the users (FakeApiServer.reset)."""
+        super().reset()
+        self.pages.clear()
 
 
 class PageCache:
@@ -2749,10 +2953,16 @@ class Headers:
 
     def __init__(self):
         self.fields = {}  # lower-case name -> [values]
+        self.received = []  # (name, value) as they came
 
     def add(self, name, value):
         """Add one field's value."""
         self.fields.setdefault(name.lower(), []).append(value)
+        self.received.append((name, value))
+
+    def items(self):
+        """Every (name, value), in order, names spelled as received."""
+        return self.received
 
     def get(self, name, default=None):
         """The first value of the field, or default."""
@@ -2851,7 +3061,7 @@ class PlainHandler(TeachingHandler, ExplorerHandler, OpenApiHandler, FakeApiHand
                    CorsHandler, EdgeHandler):
     """The core's handler with Appendices A to E."""
 
-    routes = ROUTES + [INDEX_ROUTE, OPENAPI_ROUTE]
+    routes = ROUTES + ADMIN_ROUTES + [INDEX_ROUTE, OPENAPI_ROUTE]
 
 
 class DefaultHandler(FastHandler, PlainHandler):
@@ -2881,7 +3091,7 @@ def make_server(host=DEFAULT_HOST, port=DEFAULT_PORT, *, db=None, api_key=None, 
     if db:
         store = SQLiteStore(db)
     else:
-        store = (MemoryStore if plain else FastMemoryStore)(fake_api.starting_users())
+        store = (ResettableMemoryStore if plain else FastMemoryStore)(fake_api.starting_users())
     try:
         fake_api.add_users_to(store)  # a --db file that has no user yet
         return server_class((host, port), store, api_key=api_key, cors=cors, max_body=max_body,
@@ -2896,13 +3106,14 @@ def make_server(host=DEFAULT_HOST, port=DEFAULT_PORT, *, db=None, api_key=None, 
 def running(**options):
     """Serve on a free port in a thread for as long as the with block lasts, for other
     projects' test suites: `with running(fake_users=3) as base_url:`. It takes
-    make_server's keywords, and users=, a list of user dicts as --load reads them."""
+    make_server's keywords, and users=, a list of user dicts as --load reads them. The
+    base URL it yields is a str, with reset() and requests() for the test controls."""
     options.setdefault("port", 0)
     server = make_server(**options)
     thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     try:
-        yield "http://%s:%d" % server.server_address[:2]
+        yield BaseUrl("http://%s:%d" % server.server_address[:2], server)
     finally:
         server.shutdown()
         server.server_close()
@@ -3023,8 +3234,22 @@ def startup_note(options, server, environment):
                "environment variable (unset it to need none).")
     else:
         key = "No API key is needed."
-    return "Open http://%s:%d/ in a browser to explore the API. Users are kept in %s. %s" % (
-        options.host, server.server_address[1], server.store.kept_in, key)
+    return ("Open http://%s:%d/ in a browser to explore the API. Users are kept in %s. %s%s "
+            "Test controls: POST /__admin/reset, GET /__admin/requests." % (
+                options.host, server.server_address[1], server.store.kept_in, key,
+                options_in_force(options)))
+
+
+def options_in_force(options):
+    """The fake API's and CORS's options as given, for the startup line, or nothing."""
+    low, high = options.delay
+    given = [("--fake-users", options.fake_users and str(options.fake_users)),
+             ("--load", options.load),
+             ("--delay", high and ("%d-%d" % (low, high) if low != high else str(low))),
+             ("--fail-rate", options.fail_rate and repr(options.fail_rate)),
+             ("--cors", options.cors)]
+    shown = ["%s %s" % (name, value) for name, value in given if value]
+    return " In force: %s." % ", ".join(shown) if shown else ""
 
 
 def main(argv=None):

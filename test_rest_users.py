@@ -282,7 +282,8 @@ def test_api_key_comes_from_the_environment_on_the_command_line():
     assert stderr.splitlines()[0] == (
         "Open http://127.0.0.1:%d/ in a browser to explore the API. Users are kept in "
         "memory, lost when the server stops. Requests to /users need Authorization: Bearer and "
-        "the key in the API_KEY environment variable (unset it to need none)." % port)
+        "the key in the API_KEY environment variable (unset it to need none). Test controls: "
+        "POST /__admin/reset, GET /__admin/requests." % port)
     assert KEY not in banner + stderr
 
 
@@ -307,7 +308,8 @@ def test_the_second_startup_line_says_what_a_newcomer_needs_next(args, env, note
     finally:
         server.server_close()
     assert told == ("Open http://127.0.0.1:%d/ in a browser to explore the API. Users are kept "
-                    "in %s" % (server.server_address[1], note.replace("DB", db)))
+                    "in %s Test controls: POST /__admin/reset, GET /__admin/requests."
+                    % (server.server_address[1], note.replace("DB", db)))
     assert KEY not in told
 
 
@@ -2346,7 +2348,9 @@ def test_ctrl_c_answers_a_request_in_flight_then_stops_cleanly(tmp_path):
     assert reply.startswith(b"HTTP/1.1 201 Created\r\n")
     assert process.returncode == 0
     assert stderr.startswith("Open http://127.0.0.1:%d/ in a browser to explore the API. Users "
-                             "are kept in the SQLite file %s. No API key is needed.\n"
+                             "are kept in the SQLite file %s. No API key is needed. In force: "
+                             "--delay 250. Test controls: POST /__admin/reset, GET "
+                             "/__admin/requests.\n"
                              % (port_of(banner), tmp_path / "u.db"))
     assert "Traceback" not in stderr
     assert '"POST /users HTTP/1.1" 201' in stderr  # one log line per request by default
@@ -2574,7 +2578,7 @@ def test_make_server_serves_the_speed_ups_unless_plain():
         assert default.RequestHandlerClass is rest_users.DefaultHandler
         assert type(default.store) is rest_users.FastMemoryStore
         assert plain.RequestHandlerClass is rest_users.PlainHandler
-        assert type(plain.store) is rest_users.MemoryStore
+        assert type(plain.store) is rest_users.ResettableMemoryStore
     finally:
         default.server_close()
         plain.server_close()
@@ -3116,13 +3120,13 @@ def test_the_openapi_document_lists_every_list_parameter(server):
     assert [p["name"] for p in operation["parameters"]] == list(rest_users.LIST_PARAMETERS)
 
 
-def test_with_a_key_every_users_operation_but_options_needs_bearer(auth_server):
+def test_with_a_key_every_users_and_admin_operation_but_options_needs_bearer(auth_server):
     document = call(auth_server, "GET", "/openapi.json").json()  # open without the key
     for path, item in document["paths"].items():
         for method, operation in item.items():
             if method == "parameters":
                 continue
-            keyed = path.startswith("/users") and method != "options"
+            keyed = path.startswith(("/users", "/__admin/")) and method != "options"
             assert operation["security"] == ([{"bearerAuth": []}] if keyed else []), (path, method)
             if keyed:
                 assert "WWW-Authenticate" in operation["responses"]["401"]["headers"]
@@ -3145,7 +3149,7 @@ def operations(document):
 def test_every_operation_has_a_unique_id_and_a_declared_tag(server, auth_server):
     for document in openapi(server), openapi(auth_server):
         ids = [operation["operationId"] for _, _, operation in operations(document)]
-        assert len(ids) == len(set(ids)) == 16
+        assert len(ids) == len(set(ids)) == 22
         assert all(re.fullmatch(r"[a-z][A-Za-z]+", name) for name in ids), ids
         declared = {tag["name"] for tag in document["tags"]}
         for path, method, operation in operations(document):
@@ -3156,6 +3160,9 @@ def test_every_operation_has_a_unique_id_and_a_declared_tag(server, auth_server)
     assert named[("/users", "get")] == "listUsers"
     assert named[("/users/{id}", "head")] == "headUser"
     assert named[("/users/{id}", "patch")] == "patchUser"
+    assert named[("/__admin/reset", "post")] == "resetUsers"
+    assert {operation["tags"][0] for path, _, operation in operations(openapi(server))
+            if path.startswith("/__admin/")} == {"testing"}
 
 
 def test_a_head_response_declares_no_body(server, auth_server):
@@ -3368,8 +3375,8 @@ def test_the_openapi_document_names_the_faults_every_operation_can_meet(server):
             assert {"408", "421"} <= codes, (path, method)
             if path.startswith("/users") and method != "options":
                 assert "503" in codes, (path, method)
-            if method in ("post", "put", "patch", "delete"):
-                assert "507" in codes, (path, method)
+            if path.startswith("/users") and method in ("post", "put", "patch", "delete"):
+                assert "507" in codes, (path, method)  # the test controls write no store
     responses = document["paths"]["/users"]["get"]["responses"]
     assert responses["421"]["description"] == ("A Host this server does not answer for; "
                                                "start it with --allow-host NAME")
