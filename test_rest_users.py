@@ -28,6 +28,8 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.parse
+import urllib.request
 from http import HTTPStatus
 from urllib.parse import quote
 from xml.etree import ElementTree
@@ -3651,3 +3653,213 @@ def test_the_speed_ups_format_dates_as_http_server_does(monkeypatch):
             handler)
         assert handler.log_date_time_string() == (
             http.server.BaseHTTPRequestHandler.log_date_time_string(handler))
+
+
+# -- test controls: a reset and the journal of requests -------------------------------------
+
+LOADED = [{"name": "Ada Lovelace", "email": "ada@example.com"},
+          {"id": 7, "name": "Alan Turing", "email": "alan@example.com"}]
+
+
+def everyone(server):
+    return call(server, "GET", "/users?limit=1000").json()
+
+
+def change_everything(server):
+    """Create, change and delete users, so that a reset has something to undo."""
+    first = everyone(server)
+    created = create(server, "Someone New")
+    call(server, "PATCH", "/users/%d" % created["id"], {"name": "Changed"})
+    if first:
+        call(server, "DELETE", "/users/%d" % first[0]["id"])
+        call(server, "PUT", "/users/%d" % first[-1]["id"], {"name": "X", "email": "x@example.com"})
+
+
+@pytest.mark.parametrize("options, next_id", [
+    ({"fake_users": 3}, 4), ({"users": LOADED}, 9), ({}, 1),
+    ({"users": LOADED, "fake_users": 2}, 11)])  # Ada takes 8, after the 7 that was given
+def test_a_reset_brings_back_the_starting_users_and_ids_after_them(variant, options, next_id):
+    running = start_server(variant, **options)
+    try:
+        started_with = everyone(running)
+        change_everything(running)
+        assert everyone(running) != started_with
+        reply = call(running, "POST", "/__admin/reset")
+        assert (reply.status, reply.body) == (204, b"")
+        assert everyone(running) == started_with
+        assert create(running)["id"] == next_id  # as after a fresh start
+        assert call(running, "GET", "/users/%d" % next_id).status == 200
+    finally:
+        stop_server(running)
+
+
+def test_a_reset_with_a_database_is_409_and_changes_nothing(tmp_path, variant):
+    running = start_server(variant, db=str(tmp_path / "u.db"), fake_users=2)
+    try:
+        change_everything(running)
+        before = everyone(running)
+        problem = assert_problem(call(running, "POST", "/__admin/reset"), 409)
+        assert problem["detail"] == ("This server keeps its users in the SQLite file %s, and a "
+                                     "database file is not reset over HTTP: nothing was "
+                                     "changed." % (tmp_path / "u.db"))
+        assert everyone(running) == before
+    finally:
+        stop_server(running)
+
+
+@pytest.fixture
+def journaled(variant):
+    running = start_server(variant, api_key=KEY, fake_users=2)
+    yield running
+    stop_server(running)
+
+
+BEARER_HEADERS = {"Authorization": "Bearer " + KEY}
+
+
+def journal(server):
+    reply = call(server, "GET", "/__admin/requests", headers=BEARER_HEADERS)
+    assert reply.status == 200 and reply.headers["Content-Type"] == "application/json"
+    return reply.json()["requests"]
+
+
+def test_the_journal_keeps_each_users_request_as_it_came(journaled):
+    started = time.time()
+    body = json.dumps({"name": "Ada", "email": "ada@example.com"})
+    headers = dict(BEARER_HEADERS, **{"Content-Type": "application/json", "X-Test": "1",
+                                      "Cookie": "session=secret"})
+    call(journaled, "POST", "/users?from=test", body, headers)
+    call(journaled, "GET", "/users/99", headers=BEARER_HEADERS)
+    call(journaled, "GET", "/", headers=BEARER_HEADERS)  # not under /users: not kept
+    call(journaled, "GET", "/users")  # no key: kept, with its 401
+    first, second, third = journal(journaled)
+    assert {key: first[key] for key in ("method", "target", "body", "status")} == {
+        "method": "POST", "target": "/users?from=test", "body": body, "status": 201}
+    assert first["headers"] == {"Host": "127.0.0.1:%d" % journaled.server_address[1],
+                                "Accept-Encoding": "identity", "Content-Length": str(len(body)),
+                                "Authorization": "Bearer ***", "Content-Type": "application/json",
+                                "X-Test": "1", "Cookie": "***"}
+    assert (second["method"], second["target"], second["status"], second["body"]) == (
+        "GET", "/users/99", 404, "")
+    assert (third["target"], third["status"]) == ("/users", 401)
+    for entry in (first, second, third):
+        assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", entry["received"])
+        when = time.mktime(time.strptime(entry["received"][:19], "%Y-%m-%dT%H:%M:%S"))
+        assert abs(when - time.timezone - started) < 60
+    assert [entry["received"] for entry in (first, second, third)] == sorted(
+        entry["received"] for entry in (first, second, third))
+
+
+def test_the_journal_keeps_the_last_thousand_and_64_kib_of_each_body(journaled):
+    big = b"\xff" + b"a" * 70000
+    call(journaled, "POST", "/users", big, dict(BEARER_HEADERS, **{"Content-Type": "text/plain"}))
+    for n in range(1000):
+        call(journaled, "GET", "/users/%d" % (n + 1), headers=BEARER_HEADERS)
+    kept = journal(journaled)
+    assert len(kept) == 1000
+    assert [entry["target"] for entry in kept] == ["/users/%d" % (n + 1) for n in range(1000)]
+    call(journaled, "DELETE", "/__admin/requests", headers=BEARER_HEADERS)
+    call(journaled, "POST", "/users", big, dict(BEARER_HEADERS, **{"Content-Type": "text/plain"}))
+    (entry,) = journal(journaled)
+    assert entry["status"] == 415 and entry["body"] == "\ufffd" + "a" * 65535
+
+
+def test_the_journal_is_emptied_by_delete_and_by_a_reset(journaled):
+    call(journaled, "GET", "/users", headers=BEARER_HEADERS)
+    reply = call(journaled, "DELETE", "/__admin/requests", headers=BEARER_HEADERS)
+    assert (reply.status, reply.body) == (204, b"")
+    assert journal(journaled) == []
+    call(journaled, "GET", "/users", headers=BEARER_HEADERS)
+    assert call(journaled, "POST", "/__admin/reset", headers=BEARER_HEADERS).status == 204
+    assert journal(journaled) == []
+
+
+@pytest.mark.parametrize("method, path", [("POST", "/__admin/reset"),
+                                          ("GET", "/__admin/requests"),
+                                          ("DELETE", "/__admin/requests"),
+                                          ("GET", "/__admin/nothing-here")])
+def test_the_test_controls_need_the_key_before_anything_else(journaled, method, path):
+    reply = call(journaled, method, path)
+    assert assert_problem(reply, 401)["detail"] == (
+        "This request needs the header Authorization: Bearer <API key>.")
+    assert reply.headers["WWW-Authenticate"] == 'Bearer realm="users"'
+    reply = call(journaled, method, path, headers={"Authorization": "Bearer " + KEY,
+                                                  "Host": "evil.example"})
+    assert assert_problem(reply, 421)["title"] == reason_phrase(421)
+    assert call(journaled, "GET", "/__admin/nothing-here", headers=BEARER_HEADERS).status == 404
+
+
+def test_the_test_controls_are_never_delayed_failed_cors_or_kept(variant):
+    running = start_server(variant, delay=400, fail_rate=1.0, cors="https://app.example")
+    origin = {"Origin": "https://app.example"}
+    try:
+        for method, path, status in [("GET", "/__admin/requests", 200),
+                                     ("DELETE", "/__admin/requests", 204),
+                                     ("POST", "/__admin/reset", 204),
+                                     ("OPTIONS", "/__admin/reset", 204)]:
+            reply, seconds = timed_call(running, method, path, headers=origin)
+            assert reply.status == status and seconds < 0.4
+            assert not [name for name in reply.headers if name.startswith("Access-Control")]
+        preflight = call(running, "OPTIONS", "/__admin/reset", headers=dict(
+            origin, **{"Access-Control-Request-Method": "POST"}))
+        assert not [name for name in preflight.headers if name.startswith("Access-Control")]
+        assert call(running, "GET", "/__admin/requests").json() == {"requests": []}
+    finally:
+        stop_server(running)
+
+
+def test_writers_racing_journal_readers_get_no_500_and_no_torn_entry(variant):
+    running = start_server(variant)
+    problems = []
+
+    def write(worker):
+        connection = connect(running)
+        for n in range(40):
+            email = "w%d-%d@example.com" % (worker, n)
+            connection.request("POST", "/users", json.dumps({"name": "W", "email": email}),
+                               {"Content-Type": "application/json"})
+            response = connection.getresponse()
+            response.read()
+            if response.status != 201:
+                problems.append(response.status)
+
+    def read():
+        connection = connect(running)
+        for _ in range(40):
+            connection.request("GET", "/__admin/requests")
+            response = connection.getresponse()
+            body = response.read()
+            if response.status != 200:
+                problems.append(response.status)
+                continue
+            for entry in json.loads(body.decode("utf-8"))["requests"]:
+                sent = json.loads(entry["body"])
+                if (entry["method"], entry["status"]) != ("POST", 201) or not re.fullmatch(
+                        r"w\d-\d+@example\.com", sent["email"]):
+                    problems.append(entry)
+
+    try:
+        side_by_side(*([(write, worker) for worker in range(4)] + [(read,)] * 2))
+        assert problems == []
+        assert len(journal_of(running)) == 160
+    finally:
+        stop_server(running)
+
+
+def journal_of(server):
+    return call(server, "GET", "/__admin/requests").json()["requests"]
+
+
+def test_running_yields_a_str_base_url_that_resets_and_reads_the_journal():
+    with rest_users.running(fake_users=2, quiet=True) as base_url:
+        assert isinstance(base_url, str) and re.fullmatch(r"http://127\.0\.0\.1:\d+", base_url)
+        assert urllib.parse.urljoin(base_url, "/users/1").endswith("/users/1")
+        response = urllib.request.urlopen(base_url + "/users?limit=1")
+        assert json.loads(response.read())[0]["id"] == 1
+        request = urllib.request.Request(f"{base_url}/users/1", method="DELETE")
+        urllib.request.urlopen(request).read()
+        assert [(entry["method"], entry["status"]) for entry in base_url.requests()] == [
+            ("GET", 200), ("DELETE", 200)]
+        base_url.reset()
+        assert base_url.requests() == []
+        assert json.loads(urllib.request.urlopen(base_url + "/users/1").read())["id"] == 1
