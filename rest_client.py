@@ -18,6 +18,8 @@ exception, a timeout always applies, a body is never silently labelled as a form
 redirects are followed for GET and HEAD only, only http and https URLs are sent, header
 names are looked up in any case, and repeated headers (two Set-Cookie lines) keep every
 value. Idempotent requests can be retried after a 429 or 503, as Retry-After says.
+And what urllib leaves out is added: connections are kept and reused, a dict or list body
+goes as JSON, gzip and deflate replies are decoded, and resp.links() follows Link headers.
 
 From the shell, a tiny curl (API_KEY in the environment becomes a Bearer token):
 
@@ -25,6 +27,7 @@ From the shell, a tiny curl (API_KEY in the environment becomes a Bearer token):
     python rest_client.py POST http://127.0.0.1:8000/users -H "X-Test: 1" \\
         -d '{"name": "Ada", "email": "ada@example.com"}'
     python rest_client.py GET http://127.0.0.1:8000/users/1 --retry 3 -v
+    python rest_client.py PATCH http://127.0.0.1:8000/users/1 -j '{"name": "Ada King"}'
 """
 
 import argparse
@@ -466,19 +469,15 @@ class KeptConnections:
         key = (request.type, request.host, request._tunnel_host, id(options.get("context")))
         connection = POOL.take(key)
         reused = connection is not None
+        if not reused:
+            connection = self.connect(connection_class, request, options)
         try:
-            if not reused:
-                connection = self.connect(connection_class, request, options)
-            reply, body = self.send_on(connection, request)
+            reply, body = self.send_or_close(connection, request)
         except DEAD_CONNECTION:
-            connection.close()
             if not (reused and request.get_method() in IDEMPOTENT_METHODS):
                 raise  # a POST may have reached the server; a new connection had its try
             connection = self.connect(connection_class, request, options)  # once more
-            reply, body = self.send_on(connection, request)
-        except BaseException:
-            connection.close()  # a timeout too: the reply might still come, out of step
-            raise
+            reply, body = self.send_or_close(connection, request)
         if reply.will_close:  # Connection: close, HTTP/1.0, or a body read to the end
             connection.close()
         else:
@@ -495,6 +494,15 @@ class KeptConnections:
             connection.set_tunnel(request._tunnel_host, headers=tunnel)
         return connection
 
+    def send_or_close(self, connection, request):
+        """send_on, closing the connection if anything goes wrong: after a timeout too, as
+        the reply might still come, out of step with the next request."""
+        try:
+            return self.send_on(connection, request)
+        except BaseException:
+            connection.close()
+            raise
+
     def send_on(self, connection, request):
         """Send the request on the connection; the reply and its whole body."""
         if connection.sock is not None:
@@ -503,7 +511,9 @@ class KeptConnections:
         connection.trace = self.trace
         headers = dict(request.unredirected_hdrs)
         headers.update((name, value) for name, value in request.header_items()
-                       if name not in headers and name != "Proxy-authorization")
+                       if name not in headers)
+        if request._tunnel_host:
+            headers.pop("Proxy-authorization", None)  # for the proxy's CONNECT, not the host
         try:
             connection.request(request.get_method(), request.selector, request.data,
                                {name.title(): value for name, value in headers.items()})

@@ -1687,12 +1687,7 @@ class FakeApiHandler(UsersHandler):
 
     routes = ROUTES + ADMIN_ROUTES
     keyed_paths = UsersHandler.keyed_paths + ("/__admin",)
-    received_at, body_received = None, b""  # when this request came, and its body
-
-    def route_request(self):
-        """Note when the request came, for the journal."""
-        self.received_at = time.time()
-        super().route_request()
+    body_received = b""  # this request's body, once read
 
     def check_caller(self):
         """After the checks of who asks, --fail-rate may fail the request."""
@@ -1706,19 +1701,21 @@ class FakeApiHandler(UsersHandler):
         return self.body_received
 
     def respond(self, status, body=b"", content_type=None, headers=()):
-        """With --delay, the answer waits; a write it reports is already done. A /users
-        request goes into the journal."""
+        """A /users request goes into the journal; with --delay, its answer waits (a write
+        it reports is already done)."""
         if self.headers is not None and under_users(self.path.partition("?")[0]):
             self.server.journal.add(self.command, self.path, self.headers,
-                                    self.body_received, status, self.received_at)
-        self.received_at, self.body_received = None, b""
-        wait_for_delay(self)
+                                    self.body_received, status)
+            self.body_received = b""
+            if self.command != "OPTIONS":
+                wait_for_delay(self.server.fake_api.delay)
         super().respond(status, body, content_type, headers)
 
     def extra_headers(self):
         """No CORS headers on the test controls: a page on another origin must neither
         reset the API nor read what was sent to it."""
-        return [] if self.for_test_controls() else super().extra_headers()
+        headers = super().extra_headers()
+        return [] if headers and self.for_test_controls() else headers
 
     def answer_options(self, found):
         """No CORS preflight answer for the test controls either."""
@@ -1784,11 +1781,12 @@ class Journal:
         self.lock = threading.Lock()
         self.kept = collections.deque(maxlen=self.LIMIT)
 
-    def add(self, method, target, headers, body, status, received_at):
-        """Keep one request: its method, target, header fields, body, status and time."""
+    def add(self, method, target, headers, body, status):
+        """Keep one request, as it is answered: its method, target, header fields, body,
+        status and the time (within a millisecond of when it came)."""
         with self.lock:
             self.kept.append((method, target, headers, body[:self.MAX_BODY], status,
-                              received_at or time.time()))
+                              time.time()))
 
     def entries(self):
         """The requests kept, oldest first, as JSON objects."""
@@ -1879,12 +1877,11 @@ def fail_on_demand(rate, method, path):
                        "runs with --fail-rate %s. Try again." % rate, headers=[("Retry-After", "1")])
 
 
-def wait_for_delay(handler):
+def wait_for_delay(delay):
     """With --delay, hold back the answer to a /users request, so that a front end can be
     seen loading. Only this request's thread waits; its write, if any, is already done."""
-    low, high = handler.server.fake_api.delay
-    if high and handler.headers is not None and handler.command != "OPTIONS" and under_users(
-            handler.path.partition("?")[0]):
+    low, high = delay
+    if high:
         time.sleep(random.randint(low, high) / 1000)
 
 
