@@ -1676,6 +1676,9 @@ def under_users(path):
     return path == "/users" or path.startswith("/users/")
 
 
+USERS_TARGET = re.compile(r"/users(?:[/?]|$)")  # a target under_users: /users, /users/1?x
+
+
 ADMIN_ROUTES = [route("/__admin/reset", r"/__admin/reset", {"POST": "reset_users"}),
                 route("/__admin/requests", r"/__admin/requests",
                       {"GET": "list_requests", "DELETE": "clear_requests"})]
@@ -1703,7 +1706,7 @@ class FakeApiHandler(UsersHandler):
     def respond(self, status, body=b"", content_type=None, headers=()):
         """A /users request goes into the journal; with --delay, its answer waits (a write
         it reports is already done)."""
-        if self.headers is not None and under_users(self.path.partition("?")[0]):
+        if self.headers is not None and USERS_TARGET.match(self.path):
             self.server.journal.add(self.command, self.path, self.headers,
                                     self.body_received, status)
             self.body_received = b""
