@@ -1121,10 +1121,14 @@ def test_cli_json_sends_json_text_with_its_content_type(counting, flag):
 
 def test_cli_json_that_does_not_parse_is_a_usage_error_naming_the_place(counting):
     server = counting(lambda number, request: answer())
-    result = run_cli("POST", server.url + "/users", "-j", '{"name":\n "Ada",}')
+    typo = '{"name":\n "Ada",}'
+    with pytest.raises(ValueError) as raised:
+        json.loads(typo)
+    said = str(raised.value)  # json's words, which differ between CPython and PyPy
+    assert "line 2 column 8" in said
+    result = run_cli("POST", server.url + "/users", "-j", typo)
     assert (result.returncode, result.stdout) == (2, b"")
-    assert result.stderr == (b"rest_client: --json is not JSON: Expecting property name "
-                             b"enclosed in double quotes: line 2 column 8 (char 16)\n")
+    assert result.stderr == ("rest_client: --json is not JSON: %s\n" % said).encode()
     assert server.requests == []
 
 
