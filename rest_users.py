@@ -29,13 +29,13 @@ serve_forever(). A request travels through it so:
 
 Each appendix subclasses the core, overriding hooks it leaves (which do the plain thing):
  A. EdgeHandler: strict framing (parse_request, content_length), the 413 and 100-continue
-    (before_reading_body), drained bodies (leave_unread_body), XML bodies (body_reader), the Host
-    check (check_caller), problem bodies for http.server's own errors (send_error), the
-    idle timeout and the 408 (handle_one_request); EdgeServer: the graceful stop.
+    (before_reading_body), drained bodies (leave_unread_body), XML bodies (body_reader),
+    the Host check (check_caller), problem bodies for http.server's own errors
+    (send_error), the idle timeout and the 408 (handle_one_request); EdgeServer: the stop.
  B. TeachingHandler: the 412's likely mistake (precondition_detail), and problem-only
-    clients (negotiate, problem_format, store, respond).
- C. SQLiteStore; CorsHandler (extra_headers, answer_options); FakeApiHandler (check_caller
-    for --fail-rate, respond for --delay).
+    clients (negotiate, problem_format, respond, and a store that never writes).
+ C. SQLiteStore; CorsHandler (extra_headers, answer_options); FakeApiHandler: --fail-rate
+    (check_caller), --delay and the journal of requests (respond), the routes /__admin/.
  D, E. ExplorerHandler and OpenApiHandler add the routes / and /openapi.json.
  F. FastHandler changes how bytes are read and written and what is kept, never a decision
     (parse_request, negotiate, users_page, render, write_response, serves_host).
