@@ -3717,8 +3717,9 @@ def journaled(variant):
 BEARER_HEADERS = {"Authorization": "Bearer " + KEY}
 
 
-def journal(server):
-    reply = call(server, "GET", "/__admin/requests", headers=BEARER_HEADERS)
+def journal(server, headers=BEARER_HEADERS):
+    """The requests a server's journal holds, read as a test suite would."""
+    reply = call(server, "GET", "/__admin/requests", headers=headers)
     assert reply.status == 200 and reply.headers["Content-Type"] == "application/json"
     return reply.json()["requests"]
 
@@ -3844,13 +3845,9 @@ def test_writers_racing_journal_readers_get_no_500_and_no_torn_entry(variant):
     try:
         side_by_side(*([(write, worker) for worker in range(4)] + [(read,)] * 2))
         assert problems == []
-        assert len(journal_of(running)) == 160
+        assert len(journal(running, headers={})) == 160
     finally:
         stop_server(running)
-
-
-def journal_of(server):
-    return call(server, "GET", "/__admin/requests").json()["requests"]
 
 
 def test_running_yields_a_str_base_url_that_resets_and_reads_the_journal():
@@ -3866,3 +3863,19 @@ def test_running_yields_a_str_base_url_that_resets_and_reads_the_journal():
         base_url.reset()
         assert base_url.requests() == []
         assert json.loads(urllib.request.urlopen(base_url + "/users/1").read())["id"] == 1
+
+
+def test_the_startup_line_names_the_options_in_force_as_given():
+    options = rest_users.parse_arguments(
+        ["--port", "0", "--fake-users", "7", "--delay", "100-200", "--fail-rate", "0.25",
+         "--cors", "http://localhost:5173"])
+    server = rest_users.make_server(options.host, options.port, fake_users=options.fake_users)
+    try:
+        told = rest_users.startup_note(options, server, {})
+    finally:
+        server.server_close()
+    assert told == ("Open http://127.0.0.1:%d/ in a browser to explore the API. Users are kept "
+                    "in memory, lost when the server stops. No API key is needed. In force: "
+                    "--fake-users 7, --delay 100-200, --fail-rate 0.25, --cors "
+                    "http://localhost:5173. Test controls: POST /__admin/reset, GET "
+                    "/__admin/requests." % server.server_address[1])
