@@ -2586,6 +2586,49 @@ def test_make_server_serves_the_speed_ups_unless_plain():
         plain.server_close()
 
 
+def test_the_default_servers_connections_have_the_kernel_keep_their_timeout():
+    running = start_server(timeout=0.5)
+    try:
+        with socket.create_connection(("127.0.0.1", running.server_address[1]), timeout=5) as sock:
+            sock.sendall(b"GET /users/1 HTTP/1.1\r\nHost: localhost\r\n\r\n")
+            assert sock.recv(65536).startswith(b"HTTP/1.1 404 Not Found\r\n")
+            [handler] = running.connections
+            connection = handler.connection
+            assert type(connection) is rest_users.KernelTimedSocket
+            assert connection.gettimeout() is None  # Python does not poll before each call
+            timeval = struct.pack("ll", 0, 500000)  # the kernel keeps it in ticks: 0.5 s is whole
+            for option in (socket.SO_RCVTIMEO, socket.SO_SNDTIMEO):
+                assert connection.getsockopt(socket.SOL_SOCKET, option, len(timeval)) == timeval
+    finally:
+        stop_server(running)
+
+
+def test_a_client_that_reads_no_answer_is_dropped_after_the_timeout(variant):
+    users = [{"name": "N" * 200, "email": "user%d@example.com" % number} for number in range(100)]
+    running = start_server(variant, timeout=0.1, quiet=False, users=users)
+    logged = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(logged):
+            with socket.create_connection(("127.0.0.1", running.server_address[1]),
+                                          timeout=5) as sock:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+                deadline = time.monotonic() + 5
+                while not running.connections and time.monotonic() < deadline:
+                    time.sleep(0.01)  # until the server has the connection, under a deadline
+                [handler] = running.connections  # small buffers, soon full
+                handler.connection.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
+                sock.sendall(b"GET /users HTTP/1.1\r\nHost: localhost\r\n\r\n" * 20)
+                while "connection lost" not in logged.getvalue() and time.monotonic() < deadline:
+                    time.sleep(0.01)  # until the server gives up, under the deadline
+                assert not running.connections
+    finally:
+        stop_server(running)
+    lines = logged.getvalue().splitlines()
+    assert lines[-1] == "127.0.0.1: connection lost: timed out", lines
+    assert 2 <= len(lines) < 21, lines  # some answers fit in the buffers, never all twenty
+    assert all(line.endswith('"GET /users HTTP/1.1" 200 -') for line in lines[:-1]), lines  # no 408
+
+
 # -- serving -------------------------------------------------------------------------------
 
 def test_one_connection_carries_many_requests(server):
@@ -3523,8 +3566,8 @@ def test_the_core_alone_asks_for_the_api_key(tmp_path):
 
 LEARNER_CHANGES = [  # (what the core says, what a learner makes it say)
     ('"There is nothing at %s; the users are at /users."', '"Nothing lives at %s."'),
-    ('fields = [("Vary", self.server.vary)]',
-     'fields = [("Vary", self.server.vary), ("X-Learner", "was here")]'),
+    ('fields = [("Vary", self.server.vary), ',
+     'fields = [("Vary", self.server.vary), ("X-Learner", "was here"), '),
     ('{"GET": "list_users", "POST": "create_user"}', '{"GET": "list_users"}'),
     ("MAX_NAME_LENGTH = 200", "MAX_NAME_LENGTH = 5"),
 ]
