@@ -33,6 +33,7 @@ From the shell, a tiny curl (API_KEY in the environment becomes a Bearer token):
 import argparse
 import atexit
 import email.utils
+import functools
 import http.client
 import io
 import itertools
@@ -146,15 +147,23 @@ class Headers(dict):
 
 def build_url(url, params):
     """The URL to send: http or https only, params appended to its query, no #fragment."""
+    if not params:
+        return sendable_url(url)
+    parts = urlsplit(sendable_url(url))
+    query = "&".join(filter(None, [parts.query, urlencode(params)]))
+    return urlunsplit(parts._replace(query=query))
+
+
+@functools.lru_cache(maxsize=256)
+def sendable_url(url):
+    """The URL checked and escaped, kept for the next request to it: a client sends to the
+    same few URLs again and again, and this takes a quarter of the time of building one."""
     parts = urlsplit(url)
     if parts.scheme.lower() not in ("http", "https") or not parts.netloc:
         raise ValueError("only http:// and https:// URLs are sent, not %r" % url)
-    query = parts.query
-    if params:
-        query = "&".join(filter(None, [query, urlencode(params)]))
     # Percent-encode what may not travel raw (spaces, non-ASCII), keeping existing escapes.
     return urlunsplit((parts.scheme, parts.netloc, quote(parts.path, safe=URL_SAFE),
-                       quote(query, safe=URL_SAFE), ""))
+                       quote(parts.query, safe=URL_SAFE), ""))
 
 
 def check_headers(headers):
@@ -505,8 +514,8 @@ class KeptConnections:
 
     def send_on(self, connection, request):
         """Send the request on the connection; the reply and its whole body."""
-        if connection.sock is not None:
-            connection.sock.settimeout(request.timeout)
+        if connection.sock is not None and connection.sock.gettimeout() != request.timeout:
+            connection.sock.settimeout(request.timeout)  # a system call: only when it changes
         connection.timeout = request.timeout
         connection.trace = self.trace
         headers = dict(request.unredirected_hdrs)

@@ -1710,7 +1710,7 @@ class FakeApiHandler(UsersHandler):
         """A /users request goes into the journal; with --delay, its answer waits (a write
         it reports is already done)."""
         if self.headers is not None and USERS_TARGET.match(self.path):
-            self.server.journal.add(self.command, self.path, self.headers,
+            self.server.journal.add(self.command, self.path, self.headers.items(),
                                     self.body_received, status)
             self.body_received = b""
             if self.command != "OPTIONS":
@@ -1787,11 +1787,11 @@ class Journal:
         self.lock = threading.Lock()
         self.kept = collections.deque(maxlen=self.LIMIT)
 
-    def add(self, method, target, headers, body, status):
-        """Keep one request, as it is answered: its method, target, header fields, body,
-        status and the time (within a millisecond of when it came)."""
+    def add(self, method, target, fields, body, status):
+        """Keep one request, as it is answered: its method, target, header fields as (name,
+        value) pairs, body, status and the time (within a millisecond of when it came)."""
         with self.lock:
-            self.kept.append((method, target, headers, body[:self.MAX_BODY], status,
+            self.kept.append((method, target, fields, body[:self.MAX_BODY], status,
                               time.time()))
 
     def entries(self):
@@ -1806,10 +1806,10 @@ class Journal:
             self.kept.clear()
 
 
-def journal_entry(method, target, headers, body, status, received_at):
+def journal_entry(method, target, pairs, body, status, received_at):
     """A kept request as the journal shows it, credentials and cookies masked."""
     fields = {}
-    for name, value in headers.items():
+    for name, value in pairs:
         fields[name] = fields[name] + ", " + value if name in fields else value
     for name in list(fields):
         if name.lower() in ("authorization", "proxy-authorization"):
