@@ -1316,6 +1316,17 @@ class TeachingHandler(UsersHandler):
         self.problem_only, self.store = False, self.server.store
         super().route_request()
 
+    def replace_user(self, user_id):
+        """A PUT that leaves out a field is told that PUT replaces the whole user, and what
+        to send instead: a library's "update" may send only what changed."""
+        try:
+            super().replace_user(user_id)
+        except ApiError as error:
+            if any(message == "is required" for _, message in error.errors):
+                error.detail += (" PUT replaces the whole user, so it needs every field; PATCH "
+                                 "changes only the fields it sends.")
+            raise
+
     def precondition_detail(self, header):
         """The 412's detail: the likely mistake, if one can be seen."""
         return if_match_mistake(header, self.format) or super().precondition_detail(header)
@@ -1598,12 +1609,15 @@ def add_function(db, name, function):
 # -- CORS: letting a page from another origin call the API (--cors) ------------------------
 
 class CorsHandler(UsersHandler):
-    """UsersHandler that lets pages from the --cors origin read its answers (the Fetch
-    standard's CORS protocol)."""
+    """UsersHandler that lets pages from the --cors origins read its answers (the Fetch
+    standard's CORS protocol), and says in the log why a page elsewhere cannot."""
 
     def extra_headers(self):
         """The CORS headers, on every answer to an allowed origin."""
-        return super().extra_headers() + cors_headers(self.server.cors, self.headers)
+        headers = cors_headers(self.server.cors, self.headers)
+        if not headers and self.headers is not None and "Origin" in self.headers:
+            self.note_refused_origin(self.headers.get("Origin"))
+        return super().extra_headers() + headers
 
     def answer_options(self, found):
         """An OPTIONS from an allowed origin that asks for a method is a preflight: 204 with
@@ -1611,16 +1625,33 @@ class CorsHandler(UsersHandler):
         preflight = cors_preflight_headers(self.server.cors, self.headers, found.allow)
         self.respond(HTTPStatus.NO_CONTENT, headers=[("Allow", found.allow)] + preflight)
 
+    def note_refused_origin(self, origin):
+        """Log, the first time, an origin that gets no CORS headers: its page sees only
+        "Failed to fetch", and this line tells its developer why. The page's own origin
+        needs no CORS, and is not logged."""
+        if urlsplit(origin).netloc.lower() == (self.headers.get("Host") or "").lower():
+            return
+        with self.server.cors_lock:
+            if origin in self.server.refused_origins or len(self.server.refused_origins) >= 1000:
+                return  # logged already, or too many to remember: no flood of lines
+            self.server.refused_origins.add(origin)
+        if not self.server.quiet:
+            self.log_message("A page at %s may not read the answers (CORS): start the server "
+                             "with --cors %s to allow it.", printable(origin), printable(origin))
+
 
 class CorsServer(UsersServer):
-    """UsersServer with the CORS origin its handlers allow (or * for any, or None)."""
+    """UsersServer with the CORS origins its handlers allow: "*" for any, a set of them, or
+    None for none; and the origins refused so far."""
 
     handler_class = CorsHandler
+    quiet = False  # EdgeServer's --quiet silences the line about a refused origin too
 
     def __init__(self, *args, cors=None, **options):
-        self.cors = cors
-        if cors not in (None, "*"):
-            self.vary = "Accept, Origin"  # only that one origin gets the CORS headers
+        self.cors = allowed_origins(cors)
+        self.refused_origins, self.cors_lock = set(), threading.Lock()
+        if self.cors not in (None, "*"):
+            self.vary = "Accept, Origin"  # only those origins get the CORS headers
         super().__init__(*args, **options)
 
 
@@ -1642,16 +1673,29 @@ class BaseUrl(str):
         return self.server.journal.entries()
 
 
-# Headers a browser may send and read across origins when --cors is on.
-CORS_ALLOWED_HEADERS = "Authorization, Content-Type, If-Match, If-None-Match"
-CORS_EXPOSED_HEADERS = "Location, ETag, Link, X-Total-Count"
+# Headers a browser may send and read across origins when --cors is on: those this service
+# reads, and what front-end libraries send (Range, X-Requested-With); and those it answers.
+CORS_ALLOWED_HEADERS = ("Authorization", "Content-Type", "If-Match", "If-None-Match", "Prefer",
+                        "Range", "X-Requested-With")
+CORS_EXPOSED_HEADERS = ("Location, ETag, Link, X-Total-Count, Content-Range, Retry-After, "
+                        "Preference-Applied")
+
+
+def allowed_origins(cors):
+    """The origins --cors names (one, or a list: the option repeats) as "*", a set, or None."""
+    origins = [cors] if isinstance(cors, str) else list(cors or [])
+    if "*" in origins:
+        return "*"
+    return set(origins) or None
 
 
 def cors_origin(allowed, headers):
     """The Access-Control-Allow-Origin for a request, or None when CORS does not apply."""
     if allowed is None or headers is None or "Origin" not in headers:
         return None
-    return allowed if allowed in ("*", headers.get("Origin")) else None
+    if allowed == "*":
+        return "*"
+    return headers.get("Origin") if headers.get("Origin") in allowed else None
 
 
 def cors_headers(allowed, headers):
@@ -1667,9 +1711,20 @@ def cors_preflight_headers(allowed, headers, methods):
     """The answer to a CORS preflight (an OPTIONS asking for a method), or [] for others."""
     if cors_origin(allowed, headers) is None or "Access-Control-Request-Method" not in headers:
         return []
+    asked = headers.get("Access-Control-Request-Headers", "")
     return [("Access-Control-Allow-Methods", methods),
-            ("Access-Control-Allow-Headers", CORS_ALLOWED_HEADERS),
+            ("Access-Control-Allow-Headers", ", ".join(headers_to_allow(asked))),
             ("Access-Control-Max-Age", "600")]
+
+
+def headers_to_allow(asked):
+    """The headers a preflight's page may send: ours, then those it asked for that are field
+    names. Any other is harmless here, as the service reads only the headers it knows."""
+    allowed = list(CORS_ALLOWED_HEADERS)
+    for name in (part.strip() for part in asked.split(",")):
+        if HEADER_NAME.fullmatch(name) and name.lower() not in map(str.lower, allowed):
+            allowed.append(name)
+    return allowed
 
 
 # -- A fake API: what front ends and test suites ask of one ------------------------------
@@ -2159,7 +2214,7 @@ async function exchange(method, path, options = {}) {
 
 async function listUsers(path, quiet, tourStep) {
   const query = new URLSearchParams();
-  for (const [name, id] of [["sort", "sort"], ["name", "filter-name"], ["email", "filter-email"], ["limit", "limit"]]) {
+  for (const [name, id] of [["sort", "sort"], ["name", "filter-name"], ["email", "filter-email"], ["q", "search"], ["limit", "limit"]]) {
     if (byId(id).value) query.set(name, byId(id).value);
   }
   const { response, text } = await exchange("GET", path || "/users?" + query, { note: "GET /users lists a page of users.", quiet, tourStep });
@@ -2295,6 +2350,7 @@ EXPLORER_PAGE = """<!doctype html>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Users API explorer</title>
+<link rel="icon" href="data:,">
 <style>{style}</style>
 </head>
 <body>
@@ -2325,6 +2381,7 @@ headers and body of the answer. The API is described in <a href="/openapi.json">
 <option value="email">email</option><option value="-email">email, descending</option></select></div>
 <div><label for="filter-name">Name is exactly</label><input id="filter-name"></div>
 <div><label for="filter-email">Email is</label><input id="filter-email"></div>
+<div><label for="search">Name or email contains (q)</label><input id="search" type="search"></div>
 <div><label for="limit">Users per page</label><input id="limit" type="number" min="1" max="1000" value="10"></div>
 <div class="buttons"><button type="submit">List users</button></div>
 </form>
@@ -2376,7 +2433,7 @@ def explorer_page(kept_in):
 
 
 EXPLORER_CSP = ("default-src 'none'; script-src %s; style-src %s; connect-src 'self'; "
-                "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+                "img-src data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
                 % (csp_source(EXPLORER_SCRIPT), csp_source(EXPLORER_STYLE)))
 EXPLORER_HEADERS = [("Content-Security-Policy", EXPLORER_CSP), ("X-Content-Type-Options", "nosniff")]
 
@@ -3124,7 +3181,8 @@ def make_server(host=DEFAULT_HOST, port=DEFAULT_PORT, *, db=None, api_key=None, 
                 allow_host=(), plain=False, delay=0, fail_rate=0.0, fake_users=0, load=None,
                 users=None):
     """Return a bound DefaultServer, not yet serving: call serve_forever(). plain=True
-    leaves out the speed-ups. delay to users are the fake API's options."""
+    leaves out the speed-ups. cors is an origin, a list of them, or "*". delay to users are
+    the fake API's options."""
     fake_api = FakeApi(delay, fail_rate, fake_users, load, users)  # a bad value: ValueError
     server_class = PlainServer if plain else DefaultServer
     if db:
@@ -3230,9 +3288,9 @@ def parse_arguments(argv):
     parser.add_argument("--api-key", metavar="KEY",
                         help="require 'Authorization: Bearer KEY' on /users "
                              "(default: the API_KEY environment variable, else no auth)")
-    parser.add_argument("--cors", metavar="ORIGIN",
+    parser.add_argument("--cors", action="append", default=[], metavar="ORIGIN",
                         help="let browser pages from ORIGIN (or * for any) call the API, "
-                             "as --cors http://localhost:5173")
+                             "as --cors http://localhost:5173 (repeatable)")
     parser.add_argument("--max-body", type=byte_count, default=DEFAULT_MAX_BODY, metavar="BYTES",
                         help="largest request body accepted (default: %(default)s)")
     parser.add_argument("--quiet", action="store_true",
@@ -3285,8 +3343,8 @@ def options_in_force(options):
     given = [("--fake-users", options.fake_users and str(options.fake_users)),
              ("--load", options.load),
              ("--delay", high and ("%d-%d" % (low, high) if low != high else str(low))),
-             ("--fail-rate", options.fail_rate and repr(options.fail_rate)),
-             ("--cors", options.cors)]
+             ("--fail-rate", options.fail_rate and repr(options.fail_rate))]
+    given += [("--cors", origin) for origin in options.cors]
     shown = ["%s %s" % (name, value) for name, value in given if value]
     return " In force: %s." % ", ".join(shown) if shown else ""
 

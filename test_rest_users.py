@@ -742,10 +742,16 @@ def test_put_replaces_the_user(server):
     assert call(server, "GET", "/users/%d" % user["id"]).json() == reply.json()
 
 
-def test_put_needs_every_field(server):
+def test_put_needs_every_field_and_its_422_says_patch_changes_some(server):
     user = create(server)
     reply = call(server, "PUT", "/users/%d" % user["id"], {"name": "Grace"})
-    assert assert_problem(reply, 422)["errors"] == [{"field": "email", "message": "is required"}]
+    problem = assert_problem(reply, 422)
+    assert problem["errors"] == [{"field": "email", "message": "is required"}]
+    assert problem["detail"] == ("The user is not valid; see the errors for email. PUT replaces "
+                                 "the whole user, so it needs every field; PATCH changes only the "
+                                 "fields it sends.")
+    reply = call(server, "PUT", "/users/%d" % user["id"], {"name": "", "email": "x@y"})
+    assert assert_problem(reply, 422)["detail"] == "The user is not valid; see the errors for name."
 
 
 def test_put_does_not_create(server):
@@ -2780,7 +2786,8 @@ def cors_server(variant):
 def test_cors_headers_go_to_the_allowed_origin(cors_server):
     reply = call(cors_server, "GET", "/users", headers={"Origin": "https://app.example"})
     assert reply.headers["Access-Control-Allow-Origin"] == "https://app.example"
-    assert reply.headers["Access-Control-Expose-Headers"] == "Location, ETag, Link, X-Total-Count"
+    assert reply.headers["Access-Control-Expose-Headers"] == (
+        "Location, ETag, Link, X-Total-Count, Content-Range, Retry-After, Preference-Applied")
     assert reply.headers["Vary"] == "Accept, Origin"
 
 
@@ -2799,7 +2806,52 @@ def test_a_cors_preflight_lists_methods_and_headers(cors_server):
     assert reply.headers["Access-Control-Allow-Origin"] == "https://app.example"
     assert reply.headers["Access-Control-Allow-Methods"] == "GET, PUT, PATCH, DELETE, HEAD, OPTIONS"
     assert reply.headers["Access-Control-Allow-Headers"] == (
-        "Authorization, Content-Type, If-Match, If-None-Match")
+        "Authorization, Content-Type, If-Match, If-None-Match, Prefer, Range, X-Requested-With")
+    assert reply.headers["Access-Control-Max-Age"] == "600"
+
+
+def test_a_cors_preflight_gets_back_the_headers_it_asked_for_that_are_field_names(cors_server):
+    reply = call(cors_server, "OPTIONS", "/users", headers={
+        "Origin": "https://app.example", "Access-Control-Request-Method": "GET",
+        "Access-Control-Request-Headers": "x-requested-with,range, x-trace-id ,bad name,"
+                                          "x-trace-id,a(b,content-type"})
+    assert reply.status == 204
+    assert reply.headers["Access-Control-Allow-Headers"] == (
+        "Authorization, Content-Type, If-Match, If-None-Match, Prefer, Range, X-Requested-With, "
+        "x-trace-id")
+
+
+def test_cors_takes_several_origins(variant):
+    running = start_server(variant, cors=["https://app.example", "http://localhost:5173"])
+    try:
+        for origin in ("https://app.example", "http://localhost:5173"):
+            reply = call(running, "GET", "/users", headers={"Origin": origin})
+            assert reply.headers["Access-Control-Allow-Origin"] == origin
+            assert reply.headers["Vary"] == "Accept, Origin"
+        reply = call(running, "GET", "/users", headers={"Origin": "http://localhost:5174"})
+        assert "Access-Control-Allow-Origin" not in reply.headers
+    finally:
+        stop_server(running)
+
+
+@pytest.mark.parametrize("cors", [None, "https://app.example"])
+def test_a_refused_origin_is_logged_once_naming_it_and_cors(capfd, variant, cors):
+    running = start_server(variant, quiet=False, cors=cors)
+    quiet = start_server(variant, quiet=True, cors=cors)
+    try:
+        for server in (running, quiet):
+            for origin in ("https://evil.example", "https://evil.example", "https://other.example",
+                           "https://app.example", "http://127.0.0.1:%d" % server.server_address[1]):
+                call(server, "GET", "/users", headers={"Origin": origin})
+    finally:
+        stop_server(running)
+        stop_server(quiet)
+    lines = [line for line in capfd.readouterr().err.splitlines() if "GET /users" not in line]
+    names = ["https://evil.example", "https://other.example"] + (["https://app.example"]
+                                                                 if cors is None else [])
+    assert [line.split("] ", 1)[1] for line in lines] == [
+        "A page at %s may not read the answers (CORS): start the server with --cors %s to "
+        "allow it." % (name, name) for name in names]
 
 
 def test_cors_star_allows_any_origin_literally(variant):
@@ -2904,11 +2956,15 @@ def test_the_explorer_allows_only_its_own_script_and_style(server):
     assert policy["script-src"] == rest_users.csp_source(script)
     assert policy["style-src"] == rest_users.csp_source(style)
     assert policy["connect-src"] == "'self'"
+    assert policy["img-src"] == "data:"  # the empty icon, so no request for /favicon.ico
     assert "unsafe" not in reply.headers["Content-Security-Policy"]
 
 
 def test_the_explorer_loads_nothing_from_elsewhere(server):
     page = call(server, "GET", "/", headers={"Accept": BROWSER_ACCEPT}).text()
+    icon = '<link rel="icon" href="data:,">'  # an empty icon, in the page: none is fetched
+    assert page.count(icon) == 1
+    page = page.replace(icon, "")
     assert not re.search(r"<(script|img|link|iframe|object|embed)\b[^>]*\b(src|href)=", page)
     assert "url(" not in page and "@import" not in page
     assert "innerHTML" not in page and "eval(" not in page
@@ -3090,6 +3146,29 @@ def test_a_stale_edit_in_the_explorer_gets_412_and_reload_lets_the_save_succeed(
         assert call(running, "GET", "/users/1").json()["name"] == "Ada King"
     finally:
         stop_server(running)
+
+
+def test_the_explorer_searches_with_q(browser, capsys):
+    running = start_server(quiet=False)
+    try:
+        for name, email in (("Ada Lovelace", "ada@example.com"), ("Grace Hopper", "grace@example.com"),
+                            ("Alan Turing", "lovelace.fan@example.com")):
+            create(running, name, email)
+        capsys.readouterr()
+        browser.open("http://127.0.0.1:%d/" % running.server_address[1])
+        browser.wait_for("document.querySelectorAll('#rows tr').length === 3")
+        browser.run("document.getElementById('search').value = 'LOVE';"
+                    "document.querySelector('#list-form button[type=submit]').click()")
+        browser.wait_for("document.querySelectorAll('#rows tr').length === 2")
+        names = browser.run("[...document.querySelectorAll('#rows td:nth-child(2)')]"
+                            ".map(cell => cell.textContent)")
+        assert names == ["Ada Lovelace", "Alan Turing"]
+        assert browser.run("document.getElementById('total').textContent") == (
+            "2 users match (X-Total-Count).")
+    finally:
+        stop_server(running)
+    assert requests_logged(capsys.readouterr().err) == [
+        "GET /", "GET /users?sort=id&limit=10", "GET /users?sort=id&q=LOVE&limit=10"]
 
 
 def test_the_explorer_keeps_errors_in_view_and_names_the_store(browser, capsys, tmp_path):
@@ -3911,14 +3990,16 @@ def test_running_yields_a_str_base_url_that_resets_and_reads_the_journal():
 def test_the_startup_line_names_the_options_in_force_as_given():
     options = rest_users.parse_arguments(
         ["--port", "0", "--fake-users", "7", "--delay", "100-200", "--fail-rate", "0.25",
-         "--cors", "http://localhost:5173"])
-    server = rest_users.make_server(options.host, options.port, fake_users=options.fake_users)
+         "--cors", "http://localhost:5173", "--cors", "https://app.example"])
+    server = rest_users.make_server(options.host, options.port, fake_users=options.fake_users,
+                                    cors=options.cors)
     try:
         told = rest_users.startup_note(options, server, {})
+        assert server.cors == {"http://localhost:5173", "https://app.example"}  # both kept
     finally:
         server.server_close()
     assert told == ("Open http://127.0.0.1:%d/ in a browser to explore the API. Users are kept "
                     "in memory, lost when the server stops. No API key is needed. In force: "
                     "--fake-users 7, --delay 100-200, --fail-rate 0.25, --cors "
-                    "http://localhost:5173. Test controls: POST /__admin/reset, GET "
-                    "/__admin/requests." % server.server_address[1])
+                    "http://localhost:5173, --cors https://app.example. Test controls: POST "
+                    "/__admin/reset, GET /__admin/requests." % server.server_address[1])
