@@ -32,13 +32,13 @@ Each appendix subclasses the core, overriding hooks it leaves (which do the plai
     (before_reading_body), drained bodies (leave_unread_body), XML bodies (body_reader),
     the Host check (check_caller), problem bodies for http.server's own errors
     (send_error), the idle timeout and the 408 (handle_one_request); EdgeServer: the stop.
- B. TeachingHandler: the 412's likely mistake (precondition_detail), and problem-only
-    clients (negotiate, problem_format, respond, and a store that never writes).
+ B. TeachingHandler: the 412's likely mistake (precondition_detail), PATCH named to a PUT
+    missing a field (replace_user), problem-only clients (negotiate, problem_format, respond).
  C. SQLiteStore; CorsHandler (extra_headers, answer_options); FakeApiHandler: --fail-rate
     (check_caller), --delay and the journal of requests (respond), the routes /__admin/.
  D, E. ExplorerHandler and OpenApiHandler add the routes / and /openapi.json.
- F. FastHandler changes how bytes are read and written and what is kept, never a decision
-    (parse_request, negotiate, users_page, render, write_response, serves_host).
+ F. FastHandler and FastServer change how bytes move and what is kept, never a decision
+    (parse_request, negotiate, users_page, render, write_response, serves_host, get_request).
  G. DefaultServer composes them all; then make_server, running() and the command line.
 
 Use it to learn, to test and as a fake API. http.server is not a hardened server: put a
@@ -1833,32 +1833,28 @@ class ResettableMemoryStore(MemoryStore):
 
 class Journal:
     """The last requests to /users, kept as they came and written out only when asked for,
-    so that keeping them costs a request almost nothing. Safe between threads."""
+    so that keeping them costs a request almost nothing. Safe between threads with no lock:
+    a deque's appends are thread-safe, as the collections documentation says, and clear()
+    and the copy entries() takes are each one call on it."""
 
     LIMIT = 1000  # requests kept: a bound on memory, whatever the traffic
     MAX_BODY = 64 * 1024  # bytes of each body kept
 
     def __init__(self):
-        self.lock = threading.Lock()
         self.kept = collections.deque(maxlen=self.LIMIT)
 
     def add(self, method, target, fields, body, status):
         """Keep one request, as it is answered: its method, target, header fields as (name,
         value) pairs, body, status and the time (within a millisecond of when it came)."""
-        with self.lock:
-            self.kept.append((method, target, fields, body[:self.MAX_BODY], status,
-                              time.time()))
+        self.kept.append((method, target, fields, body[:self.MAX_BODY], status, time.time()))
 
     def entries(self):
         """The requests kept, oldest first, as JSON objects."""
-        with self.lock:
-            kept = list(self.kept)
-        return [journal_entry(*request) for request in kept]
+        return [journal_entry(*request) for request in self.kept.copy()]
 
     def clear(self):
         """Forget every request."""
-        with self.lock:
-            self.kept.clear()
+        self.kept.clear()
 
 
 def journal_entry(method, target, pairs, body, status, received_at):

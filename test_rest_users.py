@@ -3934,6 +3934,32 @@ def test_the_test_controls_are_never_delayed_failed_cors_or_kept(variant):
         stop_server(running)
 
 
+def test_the_journal_kept_without_a_lock_reads_whole_while_threads_add(fast_thread_switching):
+    journal, failures = rest_users.Journal(), []
+    headers = [("Host", "localhost")]
+
+    def add(worker):
+        for n in range(3000):
+            journal.add("POST", "/users/%d/%d" % (worker, n), headers, b"{}", HTTPStatus.CREATED)
+
+    def read():
+        for _ in range(200):
+            try:
+                entries = journal.entries()
+            except Exception as error:  # "deque mutated during iteration", say
+                failures.append(error)
+                continue
+            for entry in entries:
+                if not re.fullmatch(r"/users/\d/\d+", entry["target"]) or entry["headers"] != {
+                        "Host": "localhost"}:
+                    failures.append(entry)
+            journal.clear()
+
+    side_by_side(*([(add, worker) for worker in range(4)] + [(read,)] * 2))
+    assert failures == []
+    assert len(journal.entries()) <= rest_users.Journal.LIMIT
+
+
 def test_writers_racing_journal_readers_get_no_500_and_no_torn_entry(variant):
     running = start_server(variant)
     problems = []
