@@ -43,7 +43,6 @@ import os
 import random
 import re
 import select
-import socket
 import sys
 import threading
 import time
@@ -138,7 +137,8 @@ class Headers(dict):
         """The key that spells this name in another case, or the name itself."""
         if super().__contains__(name) or not isinstance(name, str):
             return name
-        return next((key for key in self if key.lower() == name.lower()), name)
+        lowered = name.lower()
+        return next((key for key in self if key.lower() == lowered), name)
 
 
 # ---------------------------------------------------------------------------------------
