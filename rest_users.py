@@ -2377,7 +2377,7 @@ headers and body of the answer. The API is described in <a href="/openapi.json">
 <option value="email">email</option><option value="-email">email, descending</option></select></div>
 <div><label for="filter-name">Name is exactly</label><input id="filter-name"></div>
 <div><label for="filter-email">Email is</label><input id="filter-email"></div>
-<div><label for="search">Name or email contains (q)</label><input id="search" type="search"></div>
+<div><label for="search">Search (q)</label><input id="search" type="search" placeholder="text in a name or email"></div>
 <div><label for="limit">Users per page</label><input id="limit" type="number" min="1" max="1000" value="10"></div>
 <div class="buttons"><button type="submit">List users</button></div>
 </form>
