@@ -2974,8 +2974,8 @@ class KernelTimedSocket(socket.socket):
 
     def settimeout(self, seconds):
         """Have the kernel end a recv or send that waits this long (None: never)."""
-        seconds = seconds or 0
-        timeval = struct.pack("ll", int(seconds), round(seconds % 1 * 1000000))
+        microseconds = round((seconds or 0) * 1000000)  # a struct timeval: seconds, microseconds
+        timeval = struct.pack("ll", microseconds // 1000000, microseconds % 1000000)
         for option in (socket.SO_RCVTIMEO, socket.SO_SNDTIMEO):
             self.setsockopt(socket.SOL_SOCKET, option, timeval)
 
