@@ -250,11 +250,9 @@ class UsersHandler(BaseHTTPRequestHandler):
 
     def update_user(self, user_id, pairs, partial):
         """Check If-Match, then the fields, then write: one atomic step inside the store."""
-
         def change(current):
             self.check_if_match(current)
             return validate_user(pairs, path_id=user_id, partial=partial)
-
         self.send_user(HTTPStatus.OK, self.store.update(user_id, change))
 
     def delete_user(self, user_id):
@@ -791,11 +789,13 @@ def parse_list_query(query):
         pairs = parse_qsl(query, keep_blank_values=True, errors="strict")
     except UnicodeDecodeError:
         raise bad_query("The query string is not valid UTF-8 once percent-decoded.") from None
+    pairs = [(name, value) for name, value in pairs if name != "_"]  # jQuery's cache-buster, ignored
+    unknown = dict.fromkeys(printable(name) for name, _ in pairs if name not in LIST_PARAMETERS)
+    if unknown:
+        raise bad_query("Unknown query parameter%s %s; the list takes %s." % (
+            "s" if len(unknown) > 1 else "", ", ".join(unknown), ", ".join(LIST_PARAMETERS)))
     parameters = {}
     for name, value in pairs:
-        if name not in LIST_PARAMETERS:
-            raise bad_query("Unknown query parameter %s; the list takes %s."
-                            % (printable(name), ", ".join(LIST_PARAMETERS)))
         if name in parameters:
             raise bad_query("The query parameter %s is given more than once." % name)
         if value == "":

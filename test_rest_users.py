@@ -1013,6 +1013,23 @@ def test_bad_query_parameters_are_400(listing):
         assert "query" in problem["detail"] or "sort" in problem["detail"], query
 
 
+def test_every_unknown_parameter_is_named_once(listing):
+    problem = assert_problem(call(listing, "GET", "/users?foo=1&limit=2&_end=10&foo=2"), 400)
+    assert problem["detail"] == ("Unknown query parameters foo, _end; the list takes limit, "
+                                 "offset, sort, name, email, q. See GET /users in the README.")
+    problem = assert_problem(call(listing, "GET", "/users?limit=2&%0A=1"), 400)
+    assert problem["detail"] == ("Unknown query parameter '\\n'; the list takes limit, offset, "
+                                 "sort, name, email, q. See GET /users in the README.")
+
+
+def test_jquerys_cache_buster_is_ignored(listing):
+    reply = call(listing, "GET", "/users?_=1700000000000&limit=2&_=")
+    assert reply.status == 200
+    assert ids(reply) == [1, 2]
+    assert reply.headers["X-Total-Count"] == "5"
+    assert reply.headers["Link"] == call(listing, "GET", "/users?limit=2").headers["Link"]
+
+
 @pytest.mark.parametrize("query", ["", "&sort=-id", "&sort=name", "&name=Carol", "&email=bob@example.com"])
 def test_the_largest_offset_is_an_empty_page(listing, query):
     reply = call(listing, "GET", "/users?limit=1000&offset=9223372036854775807" + query)
