@@ -789,7 +789,7 @@ def parse_list_query(query):
         pairs = parse_qsl(query, keep_blank_values=True, errors="strict")
     except UnicodeDecodeError:
         raise bad_query("The query string is not valid UTF-8 once percent-decoded.") from None
-    pairs = [(name, value) for name, value in pairs if name != "_"]  # jQuery's cache-buster, ignored
+    pairs = [(name, value) for name, value in pairs if name != "_"]  # jQuery's cache-buster
     unknown = dict.fromkeys(printable(name) for name, _ in pairs if name not in LIST_PARAMETERS)
     if unknown:
         raise bad_query("Unknown query parameter%s %s; the list takes %s." % (
