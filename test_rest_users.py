@@ -2357,8 +2357,10 @@ def test_ctrl_c_answers_a_request_in_flight_then_stops_cleanly(tmp_path):
     process, banner = run_service("--port", "0", "--db", str(tmp_path / "u.db"), "--delay", "250")
     assert banner == ("Serving users API on http://127.0.0.1:%d/users (press Ctrl-C to stop)\n"
                       % port_of(banner)) and port_of(banner) != 0  # one line, the real port
-    with socket.create_connection(("127.0.0.1", port_of(banner)), timeout=5) as busy, \
-            socket.create_connection(("127.0.0.1", port_of(banner)), timeout=5) as idle:
+    idle = http.client.HTTPConnection("127.0.0.1", port_of(banner), timeout=5)
+    idle.request("GET", "/")  # served and kept: the server holds it, idle, when the stop comes
+    assert idle.getresponse().read() == b'{"users": "/users"}'
+    with socket.create_connection(("127.0.0.1", port_of(banner)), timeout=5) as busy, idle.sock:
         body = b'{"name": "A", "email": "a@x"}'
         busy.sendall(b"POST /users HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
                      b"Expect: 100-continue\r\nContent-Length: %d\r\n\r\n" % len(body))
@@ -2368,7 +2370,7 @@ def test_ctrl_c_answers_a_request_in_flight_then_stops_cleanly(tmp_path):
         process.send_signal(signal.SIGINT)  # as Ctrl-C does; SIGTERM is tested below
         busy.sendall(body)  # applied at once, then the answer waits out the 250 ms delay
         reply = replies.read()  # answered, then closed
-        assert idle.recv(1) == b""  # the idle keep-alive connection is closed
+        assert idle.sock.recv(1) == b""  # the idle keep-alive connection is closed
     _, stderr = process.communicate(timeout=10)
     assert reply.startswith(b"HTTP/1.1 201 Created\r\n")
     assert process.returncode == 0
