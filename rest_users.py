@@ -57,6 +57,7 @@ import html
 import ipaddress
 import itertools
 import json
+import operator
 import random
 import re
 import signal
@@ -85,6 +86,7 @@ DEFAULT_LIMIT = 100
 MAX_LIMIT = 1000
 SORT_KEYS = ("id", "-id", "name", "-name", "email", "-email")
 LIST_PARAMETERS = ("limit", "offset", "sort", "name", "email", "q")
+ANY_OF = ("name", "email")  # the filters that may repeat: name=Ada&name=Alan is either
 DIGITS = re.compile("[0-9]+")  # ASCII digits only: str.isdigit() also takes "²"
 WITHOUT_BODY = (HTTPStatus.NO_CONTENT, HTTPStatus.NOT_MODIFIED)  # no content, no length
 
@@ -160,6 +162,7 @@ class UsersHandler(BaseHTTPRequestHandler):
     body_types = "application/json (and for PATCH application/merge-patch+json)"
     headers = None  # the request's header fields, once http.server has read them
     body_read = False  # whether this request's body has been read
+    ignored_parameters = ()  # names in a list's query string that it reads as not there
 
     def handle_api_request(self):
         """Answer the request; any error becomes a problem response here."""
@@ -219,10 +222,12 @@ class UsersHandler(BaseHTTPRequestHandler):
 
     def users_page(self, query_string):
         """The body and headers of the page of users a query string asks for."""
-        query = parse_list_query(query_string)
+        pairs = query_pairs(query_string, self.ignored_parameters)
+        query = parse_list_query(pairs)
         total, users = self.store.list(query)
+        kept = [(name, value) for name, value in pairs if name not in ("limit", "offset")]
         return render_users(users, self.format), [("X-Total-Count", str(total)),
-                                                  ("Link", page_links(query, total))]
+                                                  ("Link", page_links(query, total, kept))]
 
     def create_user(self):
         """POST /users: 201 with the new user and its Location."""
@@ -508,8 +513,11 @@ def validate_user(pairs, *, path_id=None, partial=False):
 # on the current user while it holds its lock: that is how a precondition (If-Match) and
 # the write it guards become one atomic step.
 
-ListQuery = namedtuple("ListQuery", "limit offset sort name email q")
-"""What GET /users asks for: a page (limit, offset), an order ("-name"), filters or None."""
+ListQuery = namedtuple("ListQuery", "limit offset sort filters q")
+"""What GET /users asks for: a page (limit, offset), sort keys ("name", "-id" descending), and
+the users it takes: all Filters passed, and the text q in the name or email (or q None)."""
+Filter = namedtuple("Filter", "field test values")
+"""One condition: Filter("name", "eq", ("Ada", "Alan")) passes the users named Ada or Alan."""
 
 
 class MemoryStore:
@@ -533,9 +541,10 @@ class MemoryStore:
         """Return (how many users match the query, the page of them)."""
         with self.lock:
             matches = [user for user in self.users.values() if passes_filters(user, query)]
-        field = query.sort.lstrip("-")  # "-name" sorts by name, descending
-        # sort() keeps the id order of equal keys, even reversed: ties go by id ascending
-        matches.sort(key=lambda user: getattr(user, field), reverse=query.sort.startswith("-"))
+        # sort() keeps the order of equal keys, even reversed: sorted by the last key first,
+        # then by each one before it, ties follow the later keys, and then the id order
+        for key in reversed(query.sort):
+            matches.sort(key=operator.attrgetter(key.lstrip("-")), reverse=key[0] == "-")
         return len(matches), matches[query.offset:query.offset + query.limit]
 
     def create(self, name, email):
@@ -582,13 +591,30 @@ class MemoryStore:
         """Nothing to close: the users go with the process."""
 
 
+ORDER_TESTS = {"lt": operator.lt, "lte": operator.le, "gt": operator.gt, "gte": operator.ge}
+TEXT_TESTS = {"contains": operator.contains, "startsWith": str.startswith, "endsWith": str.endswith}
+
+
 def passes_filters(user, query):
-    """Whether a user passes a ListQuery's filters: name (exact), email (ASCII case) and q,
-    text in the name or email, compared by str.casefold() (Unicode's full case folding)."""
-    return ((query.name is None or user.name == query.name)
-            and (query.email is None or email_key(user.email) == email_key(query.email))
-            and (query.q is None or query.q.casefold() in user.name.casefold()
-                 or query.q.casefold() in user.email.casefold()))
+    """Whether a user passes a ListQuery's filters and has q in its name or email, ignoring
+    case as str.casefold() does (Unicode's full case folding)."""
+    return all(passes(getattr(user, field), field, test, values)
+               for field, test, values in query.filters) and (
+        query.q is None or query.q.casefold() in user.name.casefold()
+        or query.q.casefold() in user.email.casefold())
+
+
+def passes(value, field, test, values):
+    """Whether a user's field passes one Filter. eq and ne: equal to any of the values, or
+    to none (emails ignoring ASCII case, as they are unique); lt, lte, gt, gte: in order
+    (text by code point); contains, startsWith and endsWith: ignoring case, as q does."""
+    if test in ("eq", "ne"):
+        if field == "email":
+            value, values = email_key(value), [email_key(each) for each in values]
+        return (value in values) == (test == "eq")
+    if test in ORDER_TESTS:
+        return ORDER_TESTS[test](value, values[0])
+    return TEXT_TESTS[test](value.casefold(), values[0].casefold())
 
 
 # -- Representations: users, lists and problem details, in JSON and in XML ----------------
@@ -783,47 +809,65 @@ def integer_parameter(parameters, name, default, low, high):
     return int(value)
 
 
-def parse_list_query(query):
-    """Read the query string of GET /users into a ListQuery; every mistake is a 400."""
+def query_pairs(query, ignored=()):
+    """The (name, value) pairs of a query string, decoded as HTML forms encode them, less
+    those with an ignored name; a value that is not UTF-8, or is empty, is a 400."""
     try:
         pairs = parse_qsl(query, keep_blank_values=True, errors="strict")
     except UnicodeDecodeError:
         raise bad_query("The query string is not valid UTF-8 once percent-decoded.") from None
-    pairs = [(name, value) for name, value in pairs if name != "_"]  # jQuery's cache-buster
-    unknown = dict.fromkeys(printable(name) for name, _ in pairs if name not in LIST_PARAMETERS)
+    pairs = [(name, value) for name, value in pairs if name not in ignored]
+    empty = dict.fromkeys(printable(name) for name, value in pairs if value == "")
+    if empty:
+        raise bad_query("The query parameter %s is empty." % ", ".join(empty))
+    return pairs
+
+
+def refuse_unknown(unknown, known):
+    """A 400 naming every unknown parameter, if there is one, and those the list takes."""
+    unknown = dict.fromkeys(printable(name) for name in unknown)
     if unknown:
         raise bad_query("Unknown query parameter%s %s; the list takes %s." % (
-            "s" if len(unknown) > 1 else "", ", ".join(unknown), ", ".join(LIST_PARAMETERS)))
+            "s" if len(unknown) > 1 else "", ", ".join(unknown), ", ".join(known)))
+
+
+def parse_list_query(pairs):
+    """Read the query pairs of GET /users into a ListQuery; every mistake is a 400."""
+    refuse_unknown([name for name, _ in pairs if name not in LIST_PARAMETERS], LIST_PARAMETERS)
     parameters = {}
     for name, value in pairs:
-        if name in parameters:
+        if name in parameters and name not in ANY_OF:
             raise bad_query("The query parameter %s is given more than once." % name)
-        if value == "":
-            raise bad_query("The query parameter %s is empty." % name)
-        parameters[name] = value
-    sort = parameters.get("sort", "id")
-    if sort not in SORT_KEYS:
-        raise bad_query("sort must be one of %s, not %s." % (", ".join(SORT_KEYS), printable(sort)))
-    return ListQuery(limit=integer_parameter(parameters, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT),
-                     offset=integer_parameter(parameters, "offset", 0, 0, MAX_USER_ID),
-                     sort=sort, name=parameters.get("name"), email=parameters.get("email"),
-                     q=parameters.get("q"))
+        parameters.setdefault(name, []).append(value)
+    single = {name: values[0] for name, values in parameters.items()}
+    return ListQuery(limit=integer_parameter(single, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT),
+                     offset=integer_parameter(single, "offset", 0, 0, MAX_USER_ID),
+                     sort=sort_keys("sort", single.get("sort", "id")), q=single.get("q"),
+                     filters=tuple(Filter(field, "eq", tuple(parameters[field]))
+                                   for field in ANY_OF if field in parameters))
 
 
-def page_links(query, total):
-    """The RFC 8288 Link header of a page: first and last, and prev and next where they exist."""
+def sort_keys(name, value):
+    """The keys of a sort parameter, comma-separated: name,-id sorts by name, then id down."""
+    keys = tuple(value.split(","))
+    for key in keys:
+        if key not in SORT_KEYS:
+            raise bad_query("%s takes keys from %s, comma-separated; %s is not one." % (
+                name, ", ".join(SORT_KEYS), printable(key) or "an empty key"))
+    return keys
+
+
+def page_links(query, total, kept):
+    """The RFC 8288 Link header of a page: first and last, and prev and next where they
+    exist, each with the parameters kept from the request and its own limit and offset."""
     links = [("first", 0), ("last", max(0, (total - 1) // query.limit * query.limit))]
     if query.offset > 0:
         links.append(("prev", max(0, query.offset - query.limit)))
     if query.offset + query.limit < total:
         links.append(("next", query.offset + query.limit))
-    kept = [(name, getattr(query, name)) for name in ("name", "email", "q")
-            if getattr(query, name) is not None]
-    if query.sort != "id":
-        kept.append(("sort", query.sort))
-    return ", ".join('</users?%s>; rel="%s"'
-                     % (urlencode(kept + [("limit", query.limit), ("offset", offset)]), rel)
-                     for rel, offset in links)
+    return ", ".join('</users?%s>; rel="%s"' % (
+        urlencode(kept + [("limit", query.limit), ("offset", offset)]), rel)
+        for rel, offset in links)
 
 
 # -- The server --------------------------------------------------------------------------
@@ -1406,7 +1450,7 @@ class ProblemOnlyStore:
 
     def check_email_is_free(self, email, user_id):
         """Raise the 409 if a user other than user_id has this email."""
-        _, users = self.store.list(ListQuery(1, 0, "id", None, email, None))
+        _, users = self.store.list(ListQuery(1, 0, ("id",), [Filter("email", "eq", [email])], None))
         if users and users[0].id != user_id:
             raise EmailTaken(email)
 
@@ -1519,18 +1563,15 @@ class SQLiteStore:
     def list(self, query):
         """Return (how many users match the query, the page of them): SQL does the work."""
         conditions, arguments = [], []
-        if query.name is not None:
-            conditions.append("name = ?")
-            arguments.append(query.name)
-        if query.email is not None:
-            conditions.append("email = ? COLLATE NOCASE")
-            arguments.append(query.email)
+        for field, test, values in query.filters:  # field and test are names, never client text
+            conditions.append(sql_condition(field, test, len(values)))
+            arguments += sql_arguments(test, values)
         if query.q is not None:  # instr(), not LIKE: % and _ are plain text in q
             conditions.append("(instr(casefold(name), ?) OR instr(casefold(email), ?))")
             arguments += [query.q.casefold()] * 2
         where = " WHERE " + " AND ".join(conditions) if conditions else ""
-        field = query.sort.lstrip("-")  # a SORT_KEYS entry, never client text
-        order = "%s %s, id" % (field, "DESC" if query.sort.startswith("-") else "ASC")
+        order = ", ".join(key.lstrip("-") + (" DESC" if key[0] == "-" else "")
+                          for key in query.sort + ("id",))  # keys from SORT_KEYS only
         with self.lock, self.failures_answered():
             total = self.count if not conditions else self.db.execute(
                 "SELECT COUNT(*) FROM users" + where, arguments).fetchone()[0]
@@ -1595,6 +1636,27 @@ class SQLiteStore:
         """Close the database (waiting for a request that is using it)."""
         with self.lock:
             self.db.close()
+
+
+SQL_TESTS = {"eq": "%s IN (%s)", "ne": "%s NOT IN (%s)", "lt": "%s < ?", "lte": "%s <= ?",
+             "gt": "%s > ?", "gte": "%s >= ?", "contains": "instr(casefold(%s), ?) > 0",
+             "startsWith": "instr(casefold(%s), ?) = 1",  # found first at the start
+             "endsWith": "substr(casefold(%s), ?) = ?"}  # the last len(value) characters
+
+
+def sql_condition(field, test, count):
+    """The SQL of a Filter, with count values; emails are equal ignoring ASCII case (NOCASE)."""
+    column = "email COLLATE NOCASE" if field == "email" and test in ("eq", "ne") else field
+    return SQL_TESTS[test] % ((column, ", ".join("?" * count)) if test in ("eq", "ne")
+                              else column)
+
+
+def sql_arguments(test, values):
+    """The arguments sql_condition's SQL takes for these values."""
+    if test in ("eq", "ne") or test in ORDER_TESTS:
+        return list(values)
+    text = values[0].casefold()
+    return [-len(text), text] if test == "endsWith" else [text]
 
 
 def add_function(db, name, function):
@@ -1921,7 +1983,7 @@ class FakeApi:
             store.load(self.starting_users())
 
 
-EVERYONE_BY_ID = ListQuery(limit=1, offset=0, sort="id", name=None, email=None, q=None)
+EVERYONE_BY_ID = ListQuery(limit=1, offset=0, sort=("id",), filters=(), q=None)
 
 
 def fail_on_demand(rate, method, path):
@@ -2019,6 +2081,238 @@ def fake_user(user_id):
     middle = " %s. " % chr(ord("A") + initial - 1) if initial else " "
     email = "%s.%s.%d@example.com" % (given.lower(), family.lower(), user_id)
     return User(user_id, given + middle + family, email, 1)
+
+
+# -- The list dialects of front-end libraries --------------------------------------------
+# react-admin, refine and hand-written json-server clients ask for a page in json-server's
+# query parameters (0.17's and 1.0's) or in react-admin's simple-rest ones, not in ours.
+# Each is read here into the same ListQuery as ours, so the store does the same work and
+# gives the same users in the same order; only the shape of two dialects' answers differs.
+
+FIELDS = ("id", "name", "email")
+SUFFIX_TESTS = {"_ne": "ne", "_gte": "gte", "_lte": "lte", "_like": "contains"}  # 0.17's
+COLON_TESTS = ("eq", "ne", "lt", "lte", "gt", "gte", "in", "contains", "startsWith",
+               "endsWith")  # 1.0's FIELD:TEST; the last three are for text, not for id
+# The ways of paging or of sorting that each parameter can be part of: a request uses one
+WAYS = {"limit": {"ours"}, "offset": {"ours"}, "range": {"range"}, "_end": {"start-end"},
+        "_start": {"start-end", "start-limit"}, "_limit": {"start-limit", "page"},
+        "_page": {"page", "per-page"}, "_per_page": {"per-page"},
+        "sort": {"sort"}, "_sort": {"_sort"}, "_order": {"_sort"}}
+SORTING = ("sort", "_sort", "_order")
+DIALECT_PARAMETERS = LIST_PARAMETERS + (
+    "id", "FIELD_ne", "FIELD_gte", "FIELD_lte", "FIELD_like", "FIELD:TEST", "_start", "_end",
+    "_limit", "_page", "_per_page", "_sort", "_order", "range", "filter (FIELD: id, name or "
+    "email; TEST: %s)" % ", ".join(COLON_TESTS))
+
+
+class DialectHandler(UsersHandler):
+    """UsersHandler that also reads the list dialects of front-end libraries."""
+
+    ignored_parameters = ("_",)  # the cache-buster jQuery and others add: _=1700000000000
+
+    def users_page(self, query_string):
+        """A query in our own parameters is the core's; one in a dialect is read here, and
+        answered in the shape that dialect's clients read."""
+        pairs = query_pairs(query_string, self.ignored_parameters)
+        if all(name in LIST_PARAMETERS for name, _ in pairs) and not any(
+                name == "sort" and value.startswith("[") for name, value in pairs):
+            return super().users_page(query_string)  # react-admin's sort=["id","ASC"] aside
+        dialect = DialectQuery(pairs)
+        query = dialect.list_query()
+        total, users = self.store.list(query)
+        headers = [("X-Total-Count", str(total)), ("Link", page_links(query, total, dialect.kept))]
+        if dialect.content_range:
+            headers.append(("Content-Range", content_range(query.offset, len(users), total)))
+        if dialect.paging == "per-page":
+            return render_page(query, total, users, self.format), headers
+        return render_users(users, self.format), headers
+
+
+class DialectQuery:
+    """The pairs of a list query in any mix of the dialects, read into a ListQuery. A 400
+    names the parameter as it was sent."""
+
+    def __init__(self, pairs):
+        self.given, self.filters, self.any_of, self.q = {}, [], {}, []
+        kinds = [(name, value, parameter_kind(name)) for name, value in pairs]
+        refuse_unknown([name for name, _, kind in kinds if kind is None], DIALECT_PARAMETERS)
+        for name, value, kind in kinds:
+            if name in self.given and isinstance(kind, str):  # a filter may repeat
+                raise bad_query("The query parameter %s is given more than once." % name)
+            self.given.setdefault(name, value)
+            if kind == "q":
+                self.q.append(value)
+            elif kind == "filter":
+                self.read_json_filter(value)
+            elif isinstance(kind, tuple):
+                field, test = kind
+                self.add_filter(name, field, test, value.split(",") if test == "in" else [value])
+        self.paging = self.way("paging", [name for name in WAYS if name not in SORTING])
+        self.sorting = self.way("sorting", SORTING)
+        self.kept = [(name, value) for name, value in pairs  # for the links, which page
+                     if name in SORTING or name not in WAYS]  # by limit and offset
+        self.content_range = "range" in self.given or "filter" in self.given or (
+            self.given.get("sort", "")[:1] == "[")  # react-admin's simple-rest
+
+    def list_query(self):
+        """The ListQuery these parameters ask for."""
+        if len(self.q) > 1:
+            raise bad_query("q is given both as q and in filter; give it once.")
+        offset, limit = self.page()
+        return ListQuery(limit=limit, offset=offset, sort=self.sort_keys(),
+                         q=self.q[0] if self.q else None,
+                         filters=tuple(self.filters) + tuple(
+                             Filter(field, "eq", tuple(values))
+                             for (field, _), values in self.any_of.items()))
+
+    def way(self, purpose, names):
+        """The one way of paging, or of sorting, that the parameters given take part in."""
+        given = [name for name in self.given if name in names]
+        common = None
+        for name in given:
+            if common is not None and not common & WAYS[name]:
+                other = next(other for other in given if not WAYS[other] & WAYS[name])
+                raise bad_query("%s and %s are two ways of %s; use one." % (other, name, purpose))
+            common = WAYS[name] if common is None else common & WAYS[name]
+        if "_order" in given and "_sort" not in given:
+            raise bad_query("_order needs _sort, the keys it orders.")
+        return min(common) if common else None  # "page" for _page alone: 0.17's bare list
+
+    def page(self):
+        """The offset and limit of the page asked for."""
+        given, paging = self.given, self.paging
+        if paging == "range":
+            first, last = json_parameter(given, "range", list)
+            if not (all(type(n) is int and 0 <= n <= MAX_USER_ID for n in (first, last))
+                    and 1 <= last - first + 1 <= MAX_LIMIT):
+                raise bad_query("range must be [first, last]: whole numbers, first from 0, "
+                                "and 1 to %d users from first to last." % MAX_LIMIT)
+            return first, last - first + 1
+        if paging in ("page", "per-page"):
+            size = integer_parameter(given, "_per_page" if paging == "per-page" else "_limit",
+                                     10, 1, MAX_LIMIT)
+            return (integer_parameter(given, "_page", 1, 1, MAX_USER_ID // size) - 1) * size, size
+        if paging in ("start-end", "start-limit"):
+            start = integer_parameter(given, "_start", 0, 0, MAX_USER_ID)
+            if "_end" not in given:
+                return start, integer_parameter(given, "_limit", DEFAULT_LIMIT, 1, MAX_LIMIT)
+            end = integer_parameter(given, "_end", None, 0, MAX_USER_ID)
+            if not 1 <= end - start <= MAX_LIMIT:
+                raise bad_query("_end must be 1 to %d more than _start." % MAX_LIMIT)
+            return start, end - start
+        return (integer_parameter(given, "offset", 0, 0, MAX_USER_ID),
+                integer_parameter(given, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT))
+
+    def sort_keys(self):
+        """The sort keys asked for, as the core writes them: "-name" is descending."""
+        given = self.given
+        if self.sorting == "sort" and given["sort"].startswith("["):
+            field, order = json_parameter(given, "sort", list)
+            if field not in FIELDS or order not in ("ASC", "DESC", "asc", "desc"):
+                raise bad_query('sort must be ["FIELD", "ASC" or "DESC"], FIELD one of %s.'
+                                % ", ".join(FIELDS))
+            return (("-" if order.upper() == "DESC" else "") + field,)
+        if self.sorting != "_sort":
+            return sort_keys("sort", given.get("sort", "id"))
+        keys = sort_keys("_sort", given["_sort"])
+        if "_order" not in given:
+            return keys  # json-server 1.0: _sort=-name,id
+        orders = given["_order"].lower().split(",")
+        if len(orders) > len(keys) or any(key[0] == "-" for key in keys) or any(
+                order not in ("asc", "desc") for order in orders):
+            raise bad_query("_order must be asc or desc for each key of _sort, comma-separated "
+                            "(and _sort's keys then have no -), not %s." % printable(given["_order"]))
+        orders += ["asc"] * (len(keys) - len(orders))
+        return tuple(("-" if order == "desc" else "") + key for key, order in zip(keys, orders))
+
+    def read_json_filter(self, text):
+        """react-admin's filter: {"q": "ada"}, {"id": [1, 3]}, {"name": "Ada"}, or several."""
+        for field, wanted in json_parameter({"filter": text}, "filter", dict).items():
+            values = wanted if isinstance(wanted, list) else [wanted]
+            if field == "q" and isinstance(wanted, str) and wanted:
+                self.q.append(wanted)
+            elif field in FIELDS and all(type(value) in (str, int) for value in values):
+                self.add_filter("filter", field, "eq", [str(value) for value in values])
+            else:
+                raise bad_query('filter must be a JSON object of "q" or a field (%s), with a '
+                                'value or a list of values; %s is not.' % (
+                                    ", ".join(FIELDS), printable(json.dumps(field))))
+
+    def add_filter(self, name, field, test, values):
+        """Keep a filter; the values of an equality named again are any of them."""
+        values = [filter_value(name, field, value) for value in values]
+        if test in ("eq", "in"):
+            self.any_of.setdefault((field, name), []).extend(values)
+        else:
+            self.filters.append(Filter(field, test, tuple(values)))
+
+
+def parameter_kind(name):
+    """What a list parameter is: a way of paging or sorting, q, react-admin's filter, a
+    (field, test) filter, or None when no dialect has it."""
+    if name in WAYS or name in ("q", "filter"):
+        return name
+    field, colon, test = name.partition(":")
+    if not colon:
+        field, test = next(((name[:-len(suffix)], test) for suffix, test
+                            in SUFFIX_TESTS.items() if name.endswith(suffix)), (name, "eq"))
+    if field in FIELDS and test in COLON_TESTS and not (
+            field == "id" and test in TEXT_TESTS):
+        return field, test
+    return None
+
+
+def filter_value(name, field, value):
+    """A filter's value as its field holds it: an id is a whole number, text is text."""
+    if value == "":
+        raise bad_query("%s has an empty value." % printable(name))
+    if field != "id":
+        return value
+    if not DIGITS.fullmatch(value) or len(value) > 19 or int(value) > MAX_USER_ID:
+        raise bad_query("%s compares ids: whole numbers from 0 to %d, not %s."
+                        % (printable(name), MAX_USER_ID, printable(value)))
+    return int(value)
+
+
+JSON_SHAPES = {"range": "[first, last]", "sort": '["FIELD", "ASC" or "DESC"]',
+               "filter": '{"FIELD": value, ...}'}
+
+
+def json_parameter(given, name, kind):
+    """A parameter that holds JSON (react-admin's range, sort and filter), as that kind."""
+    try:
+        value = json.loads(given[name], parse_constant=refuse_constant)
+    except ValueError:
+        value = None
+    if not isinstance(value, kind) or (kind is list and len(value) != 2):
+        raise bad_query("%s must be JSON like %s, not %s." % (
+            name, JSON_SHAPES[name], printable(given[name])))
+    return value
+
+
+def content_range(offset, sent, total):
+    """react-admin's Content-Range: the first and last index of the users sent, and how
+    many match ("users 0-9/25"), or "users */25" when none is sent."""
+    if not sent:
+        return "users */%d" % total
+    return "users %d-%d/%d" % (offset, offset + sent - 1, total)
+
+
+def render_page(query, total, users, fmt):
+    """json-server 1.0's page object: where the pages are, how many users match, and the
+    page's users as data; in XML a <page> whose null prev or next is empty."""
+    size, page = query.limit, query.offset // query.limit + 1
+    last = max(1, -(-total // size))  # total / size rounded up, and at least one page
+    fields = {"first": 1, "prev": page - 1 if page > 1 else None,
+              "next": page + 1 if page < last else None, "last": last, "pages": last,
+              "items": total}
+    if fmt is JSON:
+        return json_bytes(dict(fields, data=[user_document(user) for user in users]))
+    element = xml_element("page", **{name: "" if value is None else value
+                                     for name, value in fields.items()})
+    ElementTree.SubElement(element, "data").extend(
+        xml_element("user", **user_document(user)) for user in users)
+    return xml_bytes(element)
 
 
 # ---------------------------------------------------------------------------------------
@@ -2594,12 +2888,13 @@ LIST_PARAMETERS_DESCRIBED = [
                                                  "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT}},
     {"name": "offset", "in": "query", "schema": {"type": "integer", "minimum": 0,
                                                   "maximum": MAX_USER_ID, "default": 0}},
-    {"name": "sort", "in": "query", "schema": {"type": "string", "enum": list(SORT_KEYS),
-                                                "default": "id"}},
-    {"name": "name", "in": "query", "description": "exact name",
-     "schema": {"type": "string", "minLength": 1}},
-    {"name": "email", "in": "query", "description": "email, ignoring ASCII case",
-     "schema": {"type": "string", "minLength": 1}},
+    {"name": "sort", "in": "query", "description": "sort keys, comma-separated (-: descending)",
+     "schema": {"type": "string", "default": "id", "example": "name,-id",
+                "pattern": "^-?(id|name|email)(,-?(id|name|email))*$"}},
+    {"name": "name", "in": "query", "description": "exact name; repeated: any of them",
+     "schema": {"type": "array", "items": {"type": "string", "minLength": 1}}},
+    {"name": "email", "in": "query", "description": "email, ignoring ASCII case; repeated: "
+     "any of them", "schema": {"type": "array", "items": {"type": "string", "minLength": 1}}},
     {"name": "q", "in": "query", "description": "text in the name or the email, ignoring case",
      "schema": {"type": "string", "minLength": 1}},
 ]
@@ -2934,11 +3229,11 @@ class FastMemoryStore(ResettableMemoryStore):
         clients ask for: the core copies every user to cut out a page, this reads just the
         page from the dict, which keeps users in id order. Measured: the mixed load (80 %
         reads, 10 % pages, 10 % POSTs) at 1.41 times the req/s."""
-        if query.sort not in ("id", "-id") or query.name or query.email or query.q:
+        if query.sort[0] not in ("id", "-id") or query.filters or query.q:
             return super().list(query)
         with self.lock:
             users = self.users.values()
-            users = reversed(list(users)) if query.sort == "-id" else iter(users)
+            users = reversed(list(users)) if query.sort[0] == "-id" else iter(users)
             start = min(query.offset, len(self.users))  # islice takes no index past sys.maxsize
             return len(self.users), list(itertools.islice(users, start, start + query.limit))
 
@@ -3151,7 +3446,7 @@ DEFAULT_PORT = 8000
 
 
 class PlainHandler(TeachingHandler, ExplorerHandler, OpenApiHandler, FakeApiHandler,
-                   CorsHandler, EdgeHandler):
+                   DialectHandler, CorsHandler, EdgeHandler):
     """The core's handler with Appendices A to E."""
 
     routes = ROUTES + ADMIN_ROUTES + [INDEX_ROUTE, OPENAPI_ROUTE]
