@@ -32,10 +32,12 @@ Each appendix subclasses the core, overriding hooks it leaves (which do the plai
     (before_reading_body), drained bodies (leave_unread_body), XML bodies (body_reader),
     the Host check (check_caller), problem bodies for http.server's own errors
     (send_error), the idle timeout and the 408 (handle_one_request); EdgeServer: the stop.
- B. TeachingHandler: the 412's likely mistake (precondition_detail), PATCH named to a PUT
-    missing a field (replace_user), problem-only clients (negotiate, problem_format, respond).
+ B. TeachingHandler: the 412's likely mistake (precondition_detail), PUT's hint to PATCH
+    (replace_user), Prefer: return=minimal (delete_user), problem-only clients (negotiate,
+    problem_format, respond).
  C. SQLiteStore; CorsHandler (extra_headers, answer_options); FakeApiHandler: --fail-rate
-    (check_caller), --delay and the journal of requests (respond), the routes /__admin/.
+    (check_caller), --delay and the journal (respond), /__admin/; DialectHandler: the list
+    dialects of front-end libraries (users_page), with DialectMemoryStore (passes_filter).
  D, E. ExplorerHandler and OpenApiHandler add the routes / and /openapi.json.
  F. FastHandler and FastServer change how bytes move and what is kept, never a decision
     (parse_request, negotiate, users_page, render, write_response, serves_host, get_request).
@@ -49,6 +51,7 @@ import argparse
 import base64
 import collections
 import contextlib
+import email.message
 import email.utils
 import functools
 import hashlib
@@ -86,13 +89,11 @@ DEFAULT_LIMIT = 100
 MAX_LIMIT = 1000
 SORT_KEYS = ("id", "-id", "name", "-name", "email", "-email")
 LIST_PARAMETERS = ("limit", "offset", "sort", "name", "email", "q")
-ANY_OF = ("name", "email")  # the filters that may repeat: name=Ada&name=Alan is either
 DIGITS = re.compile("[0-9]+")  # ASCII digits only: str.isdigit() also takes "²"
 WITHOUT_BODY = (HTTPStatus.NO_CONTENT, HTTPStatus.NOT_MODIFIED)  # no content, no length
 
 
 # -- Errors: raised where they are found, answered in one place (handle_api_request) -------
-
 class ApiError(Exception):
     """An HTTP error: `errors` lists (field, message) pairs for a 422, `headers` go with it."""
 
@@ -118,7 +119,6 @@ class EmailTaken(ApiError):
 
 
 # -- The routes: which method of UsersHandler answers which verb on which path -------------
-
 USER_ID = re.compile(r"[1-9][0-9]{0,18}")  # decimal, no leading zero, at most 19 digits
 
 Route = namedtuple("Route", "path pattern actions allow")
@@ -150,7 +150,6 @@ def find_route(routes, path):
 
 
 # -- The handler: one request after another on one connection ------------------------------
-
 class UsersHandler(BaseHTTPRequestHandler):
     """Answers one connection's requests, one after another; settings are on self.server."""
 
@@ -162,7 +161,6 @@ class UsersHandler(BaseHTTPRequestHandler):
     body_types = "application/json (and for PATCH application/merge-patch+json)"
     headers = None  # the request's header fields, once http.server has read them
     body_read = False  # whether this request's body has been read
-    ignored_parameters = ()  # names in a list's query string that it reads as not there
 
     def handle_api_request(self):
         """Answer the request; any error becomes a problem response here."""
@@ -196,8 +194,7 @@ class UsersHandler(BaseHTTPRequestHandler):
         getattr(self, action)(*arguments)
 
     def check_caller(self):
-        """With an API key, a /users request without it is a 401 (RFC 6750), before any
-        other check, so a stranger learns nothing about the API. OPTIONS stays open (CORS)."""
+        """With a key, a /users request without it is a 401 first: strangers learn nothing."""
         key, path = self.server.api_key, self.path.partition("?")[0]
         if key is None or self.command == "OPTIONS" or not any(
                 path == keyed or path.startswith(keyed + "/") for keyed in self.keyed_paths):
@@ -209,9 +206,8 @@ class UsersHandler(BaseHTTPRequestHandler):
                            headers=[("WWW-Authenticate", 'Bearer realm="users"')])
         # compare_digest takes as long for a near miss as for a far one: no timing hints
         if not hmac.compare_digest(token.strip().encode("latin-1"), key.encode("utf-8")):
-            raise ApiError(HTTPStatus.UNAUTHORIZED, "The Bearer token is not the API key.",
-                           headers=[("WWW-Authenticate",
-                                     'Bearer realm="users", error="invalid_token"')])
+            raise ApiError(HTTPStatus.UNAUTHORIZED, "The Bearer token is not the key.", headers=[
+                ("WWW-Authenticate", 'Bearer realm="users", error="invalid_token"')])
 
     # -- the routes ----------------------------------------------------------------------
 
@@ -222,7 +218,7 @@ class UsersHandler(BaseHTTPRequestHandler):
 
     def users_page(self, query_string):
         """The body and headers of the page of users a query string asks for."""
-        pairs = query_pairs(query_string, self.ignored_parameters)
+        pairs = query_pairs(query_string)
         query = parse_list_query(pairs)
         total, users = self.store.list(query)
         kept = [(name, value) for name, value in pairs if name not in ("limit", "offset")]
@@ -261,12 +257,8 @@ class UsersHandler(BaseHTTPRequestHandler):
         self.send_user(HTTPStatus.OK, self.store.update(user_id, change))
 
     def delete_user(self, user_id):
-        """DELETE /users/{id}: 200 with the user as it was, with no ETag for a version gone
-        (RFC 9110 §9.3.5); 204 for Prefer: return=minimal (RFC 7240 §4.2)."""
+        """DELETE /users/{id}: 200 with the user as it was, and no ETag (RFC 9110 §9.3.5)."""
         user = self.store.delete(user_id, self.check_if_match)
-        if "return=minimal" in self.headers.get("Prefer", "").replace(" ", "").lower():
-            return self.respond(HTTPStatus.NO_CONTENT,
-                                headers=[("Preference-Applied", "return=minimal")])
         self.respond(HTTPStatus.OK, self.render(user), self.format.content_type)
 
     def answer_options(self, found):
@@ -279,9 +271,8 @@ class UsersHandler(BaseHTTPRequestHandler):
         """The response format the Accept header asks for; 406 when it takes neither."""
         fmt = choose_format(self.headers.get("Accept", ""))
         if fmt is None:
-            raise ApiError(HTTPStatus.NOT_ACCEPTABLE,
-                           "This service answers in application/json, application/xml or "
-                           "text/xml, and the Accept header takes none of them.")
+            raise ApiError(HTTPStatus.NOT_ACCEPTABLE, "This service answers in application/json, "
+                           "application/xml or text/xml, and Accept takes none of them.")
         return fmt
 
     def read_body(self):
@@ -330,8 +321,7 @@ class UsersHandler(BaseHTTPRequestHandler):
         return BODY_READERS.get(media_type)
 
     def check_if_match(self, user):
-        """Refuse a write with 412 unless If-Match names the user's current tag (RFC 9110
-        §13.1.1): that is how two clients cannot overwrite each other's change unseen."""
+        """A 412 unless If-Match names the current tag: no change overwritten unseen."""
         header = self.headers.get("If-Match")
         if header is not None and not etag_matches(header, entity_tag(user, self.format),
                                                    weak=False):
@@ -385,8 +375,7 @@ class UsersHandler(BaseHTTPRequestHandler):
         return []
 
     def leave_unread_body(self):
-        """A body nobody read would be taken for the next request: the connection closes
-        after this answer (RFC 9112 §9.3; the edge reads and drops a small body instead)."""
+        """Close after this answer: an unread body would be read as a request (RFC 9112 §9.3)."""
         if self.headers is not None and ("Transfer-Encoding" in self.headers or
                                          self.headers.get("Content-Length", "0").strip() != "0"):
             self.close_connection = True
@@ -409,7 +398,6 @@ class UsersHandler(BaseHTTPRequestHandler):
 
 
 # -- Users: the model and its validation ---------------------------------------------------
-
 User = namedtuple("User", "id name email version")
 """One user, never changed in place; `version` grows with every change, and so does the ETag."""
 
@@ -508,23 +496,21 @@ def validate_user(pairs, *, path_id=None, partial=False):
 
 
 # -- Storage -----------------------------------------------------------------------------
-# Every store has the same few methods, so the handler need not know which it has (the
-# SQLite one is in Appendix C). update() and delete() take a function that the store calls
-# on the current user while it holds its lock: that is how a precondition (If-Match) and
-# the write it guards become one atomic step.
+# Every store has the same few methods, so the handler need not know which it has (SQLite's
+# is in Appendix C). update() and delete() take a function the store calls on the current
+# user while it holds its lock: so a precondition (If-Match) and its write are one step.
 
 ListQuery = namedtuple("ListQuery", "limit offset sort filters q")
-"""What GET /users asks for: a page (limit, offset), sort keys ("name", "-id" descending), and
-the users it takes: all Filters passed, and the text q in the name or email (or q None)."""
+"""What GET /users asks for: a page, sort keys ("-id": descending), Filters, and q or None."""
 Filter = namedtuple("Filter", "field test values")
 """One condition: Filter("name", "eq", ("Ada", "Alan")) passes the users named Ada or Alan."""
 
 
 class MemoryStore:
-    """Users in a dict from id to User under one lock, gone when the process ends. A write
-    puts in a new User, never changes one: a reader gets a whole version, old or new."""
+    """Users in a dict from id to User under one lock, gone when the process ends."""
 
     kept_in = "memory, lost when the server stops"  # where the users are, for people
+    # A write puts in a new User, never changes one: a reader gets a whole version
 
     def __init__(self, users=()):  # users to start with: checked, with ids, emails differing
         self.lock = threading.Lock()
@@ -540,12 +526,24 @@ class MemoryStore:
     def list(self, query):
         """Return (how many users match the query, the page of them)."""
         with self.lock:
-            matches = [user for user in self.users.values() if passes_filters(user, query)]
-        # sort() keeps the order of equal keys, even reversed: sorted by the last key first,
-        # then by each one before it, ties follow the later keys, and then the id order
+            matches = [user for user in self.users.values() if self.passes(user, query)]
+        # sort() keeps equal keys' order, even reversed: ties follow later keys, then id
         for key in reversed(query.sort):
             matches.sort(key=operator.attrgetter(key.lstrip("-")), reverse=key[0] == "-")
         return len(matches), matches[query.offset:query.offset + query.limit]
+
+    def passes(self, user, query):
+        """Whether a user passes every Filter, and has q in its name or email (casefolded)."""
+        return all(self.passes_filter(getattr(user, field), field, test, values)
+                   for field, test, values in query.filters) and (
+            query.q is None or query.q.casefold() in user.name.casefold()
+            or query.q.casefold() in user.email.casefold())
+
+    def passes_filter(self, value, field, test, values):
+        """Whether a field passes a Filter: here eq, one of the values (email: any ASCII case)."""
+        if field == "email":
+            return email_key(value) in [email_key(each) for each in values]
+        return value in values
 
     def create(self, name, email):
         """Add a user and return it; 409 if its email is taken."""
@@ -591,34 +589,7 @@ class MemoryStore:
         """Nothing to close: the users go with the process."""
 
 
-ORDER_TESTS = {"lt": operator.lt, "lte": operator.le, "gt": operator.gt, "gte": operator.ge}
-TEXT_TESTS = {"contains": operator.contains, "startsWith": str.startswith, "endsWith": str.endswith}
-
-
-def passes_filters(user, query):
-    """Whether a user passes a ListQuery's filters and has q in its name or email, ignoring
-    case as str.casefold() does (Unicode's full case folding)."""
-    return all(passes(getattr(user, field), field, test, values)
-               for field, test, values in query.filters) and (
-        query.q is None or query.q.casefold() in user.name.casefold()
-        or query.q.casefold() in user.email.casefold())
-
-
-def passes(value, field, test, values):
-    """Whether a user's field passes one Filter. eq and ne: equal to any of the values, or
-    to none (emails ignoring ASCII case, as they are unique); lt, lte, gt, gte: in order
-    (text by code point); contains, startsWith and endsWith: ignoring case, as q does."""
-    if test in ("eq", "ne"):
-        if field == "email":
-            value, values = email_key(value), [email_key(each) for each in values]
-        return (value in values) == (test == "eq")
-    if test in ORDER_TESTS:
-        return ORDER_TESTS[test](value, values[0])
-    return TEXT_TESTS[test](value.casefold(), values[0].casefold())
-
-
 # -- Representations: users, lists and problem details, in JSON and in XML ----------------
-
 Format = namedtuple("Format", "name content_type problem_type")
 JSON = Format("json", "application/json; charset=utf-8", "application/problem+json")
 XML = Format("xml", "application/xml; charset=utf-8", "application/problem+xml")
@@ -692,7 +663,6 @@ def entity_tag(user, fmt):
 
 
 # -- Reading request bodies: a list of (field, value) pairs, so a field sent twice is seen --
-
 class ObjectPairs(list):
     """A JSON object read as the list of its (key, value) pairs, so a repeated key is kept."""
 
@@ -721,17 +691,14 @@ BODY_READERS = {"application/json": read_json_fields, MERGE_PATCH: read_json_fie
 
 
 def parse_content_type(value):
-    """Split a Content-Type header into its media type and charset, both lower case."""
-    media_type, *parameters = value.lower().split(";")
-    charset = None
-    for name, _, argument in (parameter.partition("=") for parameter in parameters):
-        if name.strip() == "charset":
-            charset = argument.strip().strip('"')
-    return media_type.strip(), charset
+    """A Content-Type's media type and charset, lower case (text/plain if it has no type):
+    HTTP took the field from MIME (RFC 9110 §8.3), so the email package reads it."""
+    header = email.message.Message()
+    header["Content-Type"] = value
+    return header.get_content_type(), header.get_content_charset()
 
 
 # -- Content negotiation, conditional requests and the query string of GET /users ----------
-
 def parse_accept(header):
     """Parse an Accept header into (type, subtype, q) ranges; a malformed range is skipped."""
     ranges = []
@@ -761,8 +728,7 @@ def quality(media_type, ranges):
 
 
 def choose_format(accept):
-    """The Format the Accept header prefers (JSON on a tie), or None when it takes neither;
-    XML is labelled text/xml only when the client ranks text/xml above application/xml."""
+    """The Format Accept prefers (JSON on a tie; text/xml if ranked above application/xml)."""
     if not accept or not accept.strip():
         return JSON
     ranges = parse_accept(accept)
@@ -783,8 +749,7 @@ ENTITY_TAG = re.compile(r'(W/)?("[^"]*")')
 
 
 def etag_matches(header, tag, *, weak):
-    """Whether an If-Match or If-None-Match header names the tag (RFC 9110 §13.1.1-2). The
-    weak comparison (If-None-Match) ignores a W/ prefix; the strong one never matches it."""
+    """Whether If-Match (strong: no W/) or If-None-Match names the tag (RFC 9110 §13.1.1-2)."""
     if header.strip() == "*":
         return True
     return any(opaque == tag and (weak or not weak_prefix)
@@ -801,22 +766,18 @@ def integer_parameter(parameters, name, default, low, high):
     value = parameters.get(name)
     if value is None:
         return default
-    if not DIGITS.fullmatch(value):
-        raise bad_query("The query parameter %s must be a whole number in digits, not %s."
-                        % (name, printable(value)))
-    if len(value) > 19 or not low <= int(value) <= high:
-        raise bad_query("The query parameter %s must be from %d to %d." % (name, low, high))
+    if not DIGITS.fullmatch(value) or len(value) > 19 or not low <= int(value) <= high:
+        raise bad_query("The query parameter %s must be a whole number from %d to %d, in "
+                        "digits." % (name, low, high))
     return int(value)
 
 
-def query_pairs(query, ignored=()):
-    """The (name, value) pairs of a query string, decoded as HTML forms encode them, less
-    those with an ignored name; a value that is not UTF-8, or is empty, is a 400."""
+def query_pairs(query):
+    """A query string's (name, value) pairs, decoded as HTML forms are; not UTF-8, empty: 400."""
     try:
         pairs = parse_qsl(query, keep_blank_values=True, errors="strict")
     except UnicodeDecodeError:
         raise bad_query("The query string is not valid UTF-8 once percent-decoded.") from None
-    pairs = [(name, value) for name, value in pairs if name not in ignored]
     empty = dict.fromkeys(printable(name) for name, value in pairs if value == "")
     if empty:
         raise bad_query("The query parameter %s is empty." % ", ".join(empty))
@@ -836,30 +797,27 @@ def parse_list_query(pairs):
     refuse_unknown([name for name, _ in pairs if name not in LIST_PARAMETERS], LIST_PARAMETERS)
     parameters = {}
     for name, value in pairs:
-        if name in parameters and name not in ANY_OF:
+        if name in parameters:
             raise bad_query("The query parameter %s is given more than once." % name)
-        parameters.setdefault(name, []).append(value)
-    single = {name: values[0] for name, values in parameters.items()}
-    return ListQuery(limit=integer_parameter(single, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT),
-                     offset=integer_parameter(single, "offset", 0, 0, MAX_USER_ID),
-                     sort=sort_keys("sort", single.get("sort", "id")), q=single.get("q"),
-                     filters=tuple(Filter(field, "eq", tuple(parameters[field]))
-                                   for field in ANY_OF if field in parameters))
+        parameters[name] = value
+    return ListQuery(limit=integer_parameter(parameters, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT),
+                     offset=integer_parameter(parameters, "offset", 0, 0, MAX_USER_ID),
+                     sort=sort_keys("sort", parameters.get("sort", "id")), q=parameters.get("q"),
+                     filters=tuple(Filter(field, "eq", (parameters[field],))
+                                   for field in ("name", "email") if field in parameters))
 
 
 def sort_keys(name, value):
     """The keys of a sort parameter, comma-separated: name,-id sorts by name, then id down."""
-    keys = tuple(value.split(","))
-    for key in keys:
+    for key in value.split(","):
         if key not in SORT_KEYS:
             raise bad_query("%s takes keys from %s, comma-separated; %s is not one." % (
                 name, ", ".join(SORT_KEYS), printable(key) or "an empty key"))
-    return keys
+    return tuple(value.split(","))
 
 
 def page_links(query, total, kept):
-    """The RFC 8288 Link header of a page: first and last, and prev and next where they
-    exist, each with the parameters kept from the request and its own limit and offset."""
+    """The RFC 8288 Link header of a page, each link with the request's other parameters."""
     links = [("first", 0), ("last", max(0, (total - 1) // query.limit * query.limit))]
     if query.offset > 0:
         links.append(("prev", max(0, query.offset - query.limit)))
@@ -871,10 +829,8 @@ def page_links(query, total, kept):
 
 
 # -- The server --------------------------------------------------------------------------
-
 class UsersServer(ThreadingMixIn, HTTPServer):
-    """A thread per connection (http.server's ThreadingHTTPServer, which Python 3.6 lacks),
-    with the store and the API key (None: no key needed)."""
+    """A thread per connection (ThreadingHTTPServer, which Python 3.6 lacks), store, key."""
 
     daemon_threads = True  # a stalled client never keeps the process from stopping
     request_queue_size = 128  # the default 5 overflows when a few dozen clients connect
@@ -1200,7 +1156,6 @@ def field_error(name, value):
 
 
 # -- XML bodies: the fields of a <user>, and no DOCTYPE -----------------------------------
-
 class NestedXmlElement:
     """The value of an XML field element that has child elements: never a valid field."""
 
@@ -1268,7 +1223,6 @@ XML_BODY_READERS = {"application/xml": read_xml_fields, "text/xml": read_xml_fie
 
 
 # -- The Host check, against DNS rebinding -------------------------------------------------
-
 class MisdirectedRequest(int):
     """421 Misdirected Request (RFC 9110 §15.5.20), which Python 3.6's HTTPStatus lacks: an
     int with the phrase and value that an HTTPStatus has."""
@@ -1359,6 +1313,14 @@ class TeachingHandler(UsersHandler):
         """Each request decides anew whether its client takes only problem details."""
         self.problem_only, self.store = False, self.server.store
         super().route_request()
+
+    def delete_user(self, user_id):
+        """A client that sends Prefer: return=minimal gets 204 without the user it deleted
+        (RFC 7240 §4.2), and says so in Preference-Applied."""
+        if "return=minimal" not in self.headers.get("Prefer", "").replace(" ", "").lower():
+            return super().delete_user(user_id)
+        self.store.delete(user_id, self.check_if_match)
+        self.respond(HTTPStatus.NO_CONTENT, headers=[("Preference-Applied", "return=minimal")])
 
     def replace_user(self, user_id):
         """A PUT that leaves out a field is told that PUT replaces the whole user, and what
@@ -1653,7 +1615,7 @@ def sql_condition(field, test, count):
 
 def sql_arguments(test, values):
     """The arguments sql_condition's SQL takes for these values."""
-    if test in ("eq", "ne") or test in ORDER_TESTS:
+    if test in ("eq", "ne", "lt", "lte", "gt", "gte"):
         return list(values)
     text = values[0].casefold()
     return [-len(text), text] if test == "endsWith" else [text]
@@ -1669,7 +1631,6 @@ def add_function(db, name, function):
 
 
 # -- CORS: letting a page from another origin call the API (--cors) ------------------------
-
 class CorsHandler(UsersHandler):
     """UsersHandler that lets pages from the --cors origins read its answers (the Fetch
     standard's CORS protocol), and says in the log why a page elsewhere cannot."""
@@ -1790,7 +1751,6 @@ def headers_to_allow(asked):
 
 
 # -- A fake API: what front ends and test suites ask of one ------------------------------
-
 def under_users(path):
     """Whether a path is /users or under it (/usersX is not)."""
     return path == "/users" or path.startswith("/users/")
@@ -2108,15 +2068,14 @@ DIALECT_PARAMETERS = LIST_PARAMETERS + (
 class DialectHandler(UsersHandler):
     """UsersHandler that also reads the list dialects of front-end libraries."""
 
-    ignored_parameters = ("_",)  # the cache-buster jQuery and others add: _=1700000000000
-
     def users_page(self, query_string):
         """A query in our own parameters is the core's; one in a dialect is read here, and
         answered in the shape that dialect's clients read."""
-        pairs = query_pairs(query_string, self.ignored_parameters)
-        if all(name in LIST_PARAMETERS for name, _ in pairs) and not any(
-                name == "sort" and value.startswith("[") for name, value in pairs):
-            return super().users_page(query_string)  # react-admin's sort=["id","ASC"] aside
+        query_string = "&".join(  # less the cache-buster jQuery and others add: _=1700000000000
+            part for part in query_string.split("&") if part.partition("=")[0] != "_")
+        pairs = query_pairs(query_string)
+        if in_our_parameters(pairs):
+            return super().users_page(query_string)
         dialect = DialectQuery(pairs)
         query = dialect.list_query()
         total, users = self.store.list(query)
@@ -2126,6 +2085,31 @@ class DialectHandler(UsersHandler):
         if dialect.paging == "per-page":
             return render_page(query, total, users, self.format), headers
         return render_users(users, self.format), headers
+
+
+def in_our_parameters(pairs):
+    """Whether the core reads this query: our parameters, each once, and no JSON sort."""
+    names = [name for name, _ in pairs]
+    return set(names) <= set(LIST_PARAMETERS) and len(set(names)) == len(names) and not (
+        dict(pairs).get("sort", "").startswith("["))  # react-admin's sort=["id","ASC"]
+
+
+# The tests a Filter makes besides eq: ne, none of the values; orders, text by code point;
+# and text found ignoring case, as str.casefold() does, as q does
+ORDER_TESTS = {"lt": operator.lt, "lte": operator.le, "gt": operator.gt, "gte": operator.ge}
+TEXT_TESTS = {"contains": operator.contains, "startsWith": str.startswith, "endsWith": str.endswith}
+
+
+class DialectMemoryStore(MemoryStore):
+    """MemoryStore whose filters make every test the dialects ask for."""
+
+    def passes_filter(self, value, field, test, values):
+        """ne, the orders and the text tests, besides the core's eq."""
+        if test in ("eq", "ne"):
+            return super().passes_filter(value, field, "eq", values) == (test == "eq")
+        if test in ORDER_TESTS:
+            return ORDER_TESTS[test](value, values[0])
+        return TEXT_TESTS[test](value.casefold(), values[0].casefold())
 
 
 class DialectQuery:
@@ -3456,6 +3440,14 @@ class DefaultHandler(FastHandler, PlainHandler):
     """PlainHandler with the speed-ups of Appendix F."""
 
 
+class PlainMemoryStore(DialectMemoryStore, ResettableMemoryStore):
+    """The core's store with Appendix C's additions."""
+
+
+class DefaultMemoryStore(FastMemoryStore, PlainMemoryStore):
+    """PlainMemoryStore with the speed-up of Appendix F."""
+
+
 class PlainServer(FakeApiServer, CorsServer, EdgeServer):
     """The core's server with the options of Appendices A and C."""
 
@@ -3480,7 +3472,7 @@ def make_server(host=DEFAULT_HOST, port=DEFAULT_PORT, *, db=None, api_key=None, 
     if db:
         store = SQLiteStore(db)
     else:
-        store = (ResettableMemoryStore if plain else FastMemoryStore)(fake_api.starting_users())
+        store = (PlainMemoryStore if plain else DefaultMemoryStore)(fake_api.starting_users())
     try:
         fake_api.add_users_to(store)  # a --db file that has no user yet
         return server_class((host, port), store, api_key=api_key, cors=cors, max_body=max_body,

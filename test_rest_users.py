@@ -1331,9 +1331,12 @@ def test_following_a_dialects_links_gives_each_page(library_server):
     ("_order=desc", "_order needs _sort, the keys it orders."),
     ("_start=5&_end=5", "_end must be 1 to 1000 more than _start."),
     ("_start=0&_end=1001", "_end must be 1 to 1000 more than _start."),
-    ("_start=x", "The query parameter _start must be a whole number in digits, not x."),
-    ("_page=0", "The query parameter _page must be from 1 to 922337203685477580."),
-    ("_per_page=1001", "The query parameter _per_page must be from 1 to 1000."),
+    ("_start=x", "The query parameter _start must be a whole number from 0 to "
+                 "9223372036854775807, in digits."),
+    ("_page=0", "The query parameter _page must be a whole number from 1 to "
+                "922337203685477580, in digits."),
+    ("_per_page=1001", "The query parameter _per_page must be a whole number from 1 to 1000, "
+                       "in digits."),
     ("_sort=age", "_sort takes keys from id, -id, name, -name, email, -email, comma-separated; "
                   "age is not one."),
     ("_sort=name,&_order=asc", "_sort takes keys from id, -id, name, -name, email, -email, "
@@ -2846,7 +2849,7 @@ def fast_thread_switching():
     sys.setswitchinterval(interval)
 
 
-STORES = {"memory": rest_users.MemoryStore, "fast-memory": rest_users.FastMemoryStore,
+STORES = {"memory": rest_users.MemoryStore, "fast-memory": rest_users.DefaultMemoryStore,
           "sqlite": rest_users.SQLiteStore}
 
 
@@ -2964,9 +2967,9 @@ def test_make_server_serves_the_speed_ups_unless_plain():
     plain = rest_users.make_server("127.0.0.1", 0, plain=True)
     try:
         assert default.RequestHandlerClass is rest_users.DefaultHandler
-        assert type(default.store) is rest_users.FastMemoryStore
+        assert type(default.store) is rest_users.DefaultMemoryStore
         assert plain.RequestHandlerClass is rest_users.PlainHandler
-        assert type(plain.store) is rest_users.ResettableMemoryStore
+        assert type(plain.store) is rest_users.PlainMemoryStore
     finally:
         default.server_close()
         plain.server_close()
