@@ -2121,22 +2121,26 @@ class DialectQuery:
         kinds = [(name, value, parameter_kind(name)) for name, value in pairs]
         refuse_unknown([name for name, _, kind in kinds if kind is None], DIALECT_PARAMETERS)
         for name, value, kind in kinds:
-            if name in self.given and isinstance(kind, str):  # a filter may repeat
-                raise bad_query("The query parameter %s is given more than once." % name)
-            self.given.setdefault(name, value)
-            if kind == "q":
-                self.q.append(value)
-            elif kind == "filter":
-                self.read_json_filter(value)
-            elif isinstance(kind, tuple):
-                field, test = kind
-                self.add_filter(name, field, test, value.split(",") if test == "in" else [value])
+            self.read(name, value, kind)
         self.paging = self.way("paging", [name for name in WAYS if name not in SORTING])
         self.sorting = self.way("sorting", SORTING)
         self.kept = [(name, value) for name, value in pairs  # for the links, which page
                      if name in SORTING or name not in WAYS]  # by limit and offset
         self.content_range = "range" in self.given or "filter" in self.given or (
             self.given.get("sort", "")[:1] == "[")  # react-admin's simple-rest
+
+    def read(self, name, value, kind):
+        """Keep one parameter: a way of paging or sorting, q, or a filter, which may repeat."""
+        if name in self.given and isinstance(kind, str):
+            raise bad_query("The query parameter %s is given more than once." % name)
+        self.given.setdefault(name, value)
+        if kind == "q":
+            self.q.append(value)
+        elif kind == "filter":
+            self.read_json_filter(value)
+        elif isinstance(kind, tuple):
+            field, test = kind
+            self.add_filter(name, field, test, value.split(",") if test == "in" else [value])
 
     def list_query(self):
         """The ListQuery these parameters ask for."""
@@ -2166,24 +2170,13 @@ class DialectQuery:
         """The offset and limit of the page asked for."""
         given, paging = self.given, self.paging
         if paging == "range":
-            first, last = json_parameter(given, "range", list)
-            if not (all(type(n) is int and 0 <= n <= MAX_USER_ID for n in (first, last))
-                    and 1 <= last - first + 1 <= MAX_LIMIT):
-                raise bad_query("range must be [first, last]: whole numbers, first from 0, "
-                                "and 1 to %d users from first to last." % MAX_LIMIT)
-            return first, last - first + 1
-        if paging in ("page", "per-page"):
+            return range_page(given["range"])
+        if paging in ("start-end", "start-limit"):
+            return start_page(given)
+        if paging in ("page", "per-page"):  # json-server's _limit is 10 unless given
             size = integer_parameter(given, "_per_page" if paging == "per-page" else "_limit",
                                      10, 1, MAX_LIMIT)
             return (integer_parameter(given, "_page", 1, 1, MAX_USER_ID // size) - 1) * size, size
-        if paging in ("start-end", "start-limit"):
-            start = integer_parameter(given, "_start", 0, 0, MAX_USER_ID)
-            if "_end" not in given:
-                return start, integer_parameter(given, "_limit", DEFAULT_LIMIT, 1, MAX_LIMIT)
-            end = integer_parameter(given, "_end", None, 0, MAX_USER_ID)
-            if not 1 <= end - start <= MAX_LIMIT:
-                raise bad_query("_end must be 1 to %d more than _start." % MAX_LIMIT)
-            return start, end - start
         return (integer_parameter(given, "offset", 0, 0, MAX_USER_ID),
                 integer_parameter(given, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT))
 
@@ -2191,27 +2184,15 @@ class DialectQuery:
         """The sort keys asked for, as the core writes them: "-name" is descending."""
         given = self.given
         if self.sorting == "sort" and given["sort"].startswith("["):
-            field, order = json_parameter(given, "sort", list)
-            if field not in FIELDS or order not in ("ASC", "DESC", "asc", "desc"):
-                raise bad_query('sort must be ["FIELD", "ASC" or "DESC"], FIELD one of %s.'
-                                % ", ".join(FIELDS))
-            return (("-" if order.upper() == "DESC" else "") + field,)
+            return (json_sort_key(given["sort"]),)
         if self.sorting != "_sort":
             return sort_keys("sort", given.get("sort", "id"))
-        keys = sort_keys("_sort", given["_sort"])
-        if "_order" not in given:
-            return keys  # json-server 1.0: _sort=-name,id
-        orders = given["_order"].lower().split(",")
-        if len(orders) > len(keys) or any(key[0] == "-" for key in keys) or any(
-                order not in ("asc", "desc") for order in orders):
-            raise bad_query("_order must be asc or desc for each key of _sort, comma-separated "
-                            "(and _sort's keys then have no -), not %s." % printable(given["_order"]))
-        orders += ["asc"] * (len(keys) - len(orders))
-        return tuple(("-" if order == "desc" else "") + key for key, order in zip(keys, orders))
+        keys = sort_keys("_sort", given["_sort"])  # json-server 1.0: _sort=-name,id
+        return ordered_keys(keys, given["_order"]) if "_order" in given else keys
 
     def read_json_filter(self, text):
         """react-admin's filter: {"q": "ada"}, {"id": [1, 3]}, {"name": "Ada"}, or several."""
-        for field, wanted in json_parameter({"filter": text}, "filter", dict).items():
+        for field, wanted in json_parameter("filter", text, dict).items():
             values = wanted if isinstance(wanted, list) else [wanted]
             if field == "q" and isinstance(wanted, str) and wanted:
                 self.q.append(wanted)
@@ -2229,6 +2210,47 @@ class DialectQuery:
             self.any_of.setdefault((field, name), []).extend(values)
         else:
             self.filters.append(Filter(field, test, tuple(values)))
+
+
+def range_page(text):
+    """react-admin's range=[first, last], both counted: as an offset and a limit."""
+    first, last = json_parameter("range", text, list)
+    if not (all(type(n) is int and 0 <= n <= MAX_USER_ID for n in (first, last))
+            and 1 <= last - first + 1 <= MAX_LIMIT):
+        raise bad_query("range must be [first, last]: whole numbers, first from 0, and 1 to "
+                        "%d users from first to last." % MAX_LIMIT)
+    return first, last - first + 1
+
+
+def start_page(given):
+    """json-server 0.17's _start with _end (not counted) or with _limit: offset and limit."""
+    start = integer_parameter(given, "_start", 0, 0, MAX_USER_ID)
+    if "_end" not in given:
+        return start, integer_parameter(given, "_limit", DEFAULT_LIMIT, 1, MAX_LIMIT)
+    end = integer_parameter(given, "_end", None, 0, MAX_USER_ID)
+    if not 1 <= end - start <= MAX_LIMIT:
+        raise bad_query("_end must be 1 to %d more than _start." % MAX_LIMIT)
+    return start, end - start
+
+
+def json_sort_key(text):
+    """react-admin's sort=["name", "DESC"] as the core's sort key, "-name"."""
+    field, order = json_parameter("sort", text, list)
+    if field not in FIELDS or order not in ("ASC", "DESC", "asc", "desc"):
+        raise bad_query('sort must be ["FIELD", "ASC" or "DESC"], FIELD one of %s.'
+                        % ", ".join(FIELDS))
+    return ("-" if order.upper() == "DESC" else "") + field
+
+
+def ordered_keys(keys, text):
+    """json-server 0.17's _order=desc,asc applied to _sort's keys; a key without one is asc."""
+    orders = text.lower().split(",")
+    if len(orders) > len(keys) or any(key[0] == "-" for key in keys) or any(
+            order not in ("asc", "desc") for order in orders):
+        raise bad_query("_order must be asc or desc for each key of _sort, comma-separated (and "
+                        "_sort's keys then have no -), not %s." % printable(text))
+    orders += ["asc"] * (len(keys) - len(orders))
+    return tuple(("-" if order == "desc" else "") + key for key, order in zip(keys, orders))
 
 
 def parameter_kind(name):
@@ -2262,15 +2284,15 @@ JSON_SHAPES = {"range": "[first, last]", "sort": '["FIELD", "ASC" or "DESC"]',
                "filter": '{"FIELD": value, ...}'}
 
 
-def json_parameter(given, name, kind):
+def json_parameter(name, text, kind):
     """A parameter that holds JSON (react-admin's range, sort and filter), as that kind."""
     try:
-        value = json.loads(given[name], parse_constant=refuse_constant)
+        value = json.loads(text, parse_constant=refuse_constant)
     except ValueError:
         value = None
     if not isinstance(value, kind) or (kind is list and len(value) != 2):
-        raise bad_query("%s must be JSON like %s, not %s." % (
-            name, JSON_SHAPES[name], printable(given[name])))
+        raise bad_query("%s must be JSON like %s, not %s." % (name, JSON_SHAPES[name],
+                                                               printable(text)))
     return value
 
 
@@ -2802,9 +2824,20 @@ DESCRIPTIONS = {  # what a viewer shows under each operation's summary
     "getOpenApi": "This OpenAPI 3.1 document, open without the key.",
     "headOpenApi": "The headers GET /openapi.json would send, without the body.",
     "optionsOpenApi": "The methods /openapi.json takes, in Allow.",
-    "listUsers": "A page of users, in id order unless sort says otherwise, with X-Total-Count "
-                 "(how many match, on all pages) and a Link header to the first, last, "
-                 "previous and next pages.",
+    "listUsers": "A page of users, in id order unless sort says otherwise (`sort=name,-id`: "
+                 "by name, then by id descending), with X-Total-Count (how many match, on all "
+                 "pages) and a Link header to the first, last, previous and next pages. A "
+                 "repeated name or email means any of them.\n\n"
+                 "The list also reads the query dialects of front-end libraries, each into "
+                 "the same query, so they give the same users in the same order:\n\n"
+                 "- json-server 0.17 (react-admin's ra-data-json-server, refine's simple-rest): "
+                 "`/users?_start=0&_end=10&_sort=name&_order=desc&name_like=ada&id_gte=2`\n"
+                 "- json-server 1.0, answered as its page object (first, prev, next, last, "
+                 "pages, items, data): `/users?_page=1&_per_page=10&_sort=-name&id:in=1,2,3`\n"
+                 "- react-admin's ra-data-simple-rest, answered with a Content-Range "
+                 "(`users 0-9/25`): `/users?sort=[\"name\",\"ASC\"]&range=[0,9]&"
+                 "filter={\"q\":\"ada\"}`\n\n"
+                 "A request uses one way of paging and one of sorting.",
     "headUsers": "The headers GET /users would send (X-Total-Count, Link), without the body.",
     "createUser": "Creates a user from a name and an email; the server assigns the id. The "
                   "answer is 201 with the user, its ETag, and its address in Location.",

@@ -3627,6 +3627,19 @@ def test_the_openapi_document_lists_every_list_parameter(server):
     assert [p["name"] for p in operation["parameters"]] == list(rest_users.LIST_PARAMETERS)
 
 
+def test_the_list_operation_names_each_dialect_with_an_example_that_works(server):
+    description = openapi(server)["paths"]["/users"]["get"]["description"]
+    examples = re.findall(r"`(/users\?[^`]*)`", description)
+    assert [example.split("?")[1].split("=")[0] for example in examples] == [
+        "_start", "_page", "sort"]
+    for dialect in ("json-server 0.17", "json-server 1.0", "ra-data-simple-rest"):
+        assert dialect in description
+    answers = [call(server, "GET", quote(example, safe="/?&=,:")) for example in examples]
+    assert [reply.status for reply in answers] == [200, 200, 200]
+    assert sorted(answers[1].json()) == ["data", "first", "items", "last", "next", "pages", "prev"]
+    assert answers[2].headers["Content-Range"].startswith("users ")
+
+
 def test_with_a_key_every_users_and_admin_operation_but_options_needs_bearer(auth_server):
     document = call(auth_server, "GET", "/openapi.json").json()  # open without the key
     for path, item in document["paths"].items():
