@@ -194,7 +194,7 @@ class UsersHandler(BaseHTTPRequestHandler):
         getattr(self, action)(*arguments)
 
     def check_caller(self):
-        """With a key, a /users request without it is a 401 first: strangers learn nothing."""
+        """With a key, a /users request without it is a 401 (RFC 6750) before any other check."""
         key, path = self.server.api_key, self.path.partition("?")[0]
         if key is None or self.command == "OPTIONS" or not any(
                 path == keyed or path.startswith(keyed + "/") for keyed in self.keyed_paths):
@@ -823,14 +823,14 @@ def page_links(query, total, kept):
         links.append(("prev", max(0, query.offset - query.limit)))
     if query.offset + query.limit < total:
         links.append(("next", query.offset + query.limit))
-    return ", ".join('</users?%s>; rel="%s"' % (
-        urlencode(kept + [("limit", query.limit), ("offset", offset)]), rel)
-        for rel, offset in links)
+    kept = urlencode(kept) + "&" if kept else ""  # the same in every link: encoded once
+    return ", ".join('</users?%slimit=%d&offset=%d>; rel="%s"' % (kept, query.limit, offset, rel)
+                     for rel, offset in links)
 
 
 # -- The server --------------------------------------------------------------------------
 class UsersServer(ThreadingMixIn, HTTPServer):
-    """A thread per connection (ThreadingHTTPServer, which Python 3.6 lacks), store, key."""
+    """A thread per connection (Python 3.6 lacks ThreadingHTTPServer); the store, the key."""
 
     daemon_threads = True  # a stalled client never keeps the process from stopping
     request_queue_size = 128  # the default 5 overflows when a few dozen clients connect
@@ -1297,15 +1297,17 @@ def stop_gracefully(server):
 
 
 # ---------------------------------------------------------------------------------------
-# Appendix B: answers that teach
+# Appendix B: answers that teach, and answers as the client prefers
 #
-# A 412 that names the likely mistake in If-Match, and errors for the clients of RFC 9457
-# that ask for nothing but problem details.
+# A 412 that names the likely mistake in If-Match, a PUT's hint to PATCH, a DELETE without
+# the user for Prefer: return=minimal, and errors for the clients of RFC 9457 that ask for
+# nothing but problem details.
 # ---------------------------------------------------------------------------------------
 
 class TeachingHandler(UsersHandler):
-    """UsersHandler whose 412 names the likely mistake, and which answers a client that
-    takes only problem details (Accept: application/problem+json) in that type."""
+    """UsersHandler whose 412 and 422 name the likely mistake, which deletes without an
+    answer when asked to, and which answers a client that takes only problem details
+    (Accept: application/problem+json) in that type."""
 
     problem_only = False  # whether this request's client takes only problem details
 
@@ -2282,12 +2284,14 @@ def filter_value(name, field, value):
 
 JSON_SHAPES = {"range": "[first, last]", "sort": '["FIELD", "ASC" or "DESC"]',
                "filter": '{"FIELD": value, ...}'}
+JSON_VALUES = json.JSONDecoder(parse_constant=refuse_constant)  # made once: json.loads with
+# an argument makes a decoder for every call
 
 
 def json_parameter(name, text, kind):
     """A parameter that holds JSON (react-admin's range, sort and filter), as that kind."""
     try:
-        value = json.loads(text, parse_constant=refuse_constant)
+        value = JSON_VALUES.decode(text)
     except ValueError:
         value = None
     if not isinstance(value, kind) or (kind is list and len(value) != 2):
