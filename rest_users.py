@@ -51,7 +51,6 @@ import argparse
 import base64
 import collections
 import contextlib
-import email.message
 import email.utils
 import functools
 import hashlib
@@ -691,11 +690,10 @@ BODY_READERS = {"application/json": read_json_fields, MERGE_PATCH: read_json_fie
 
 
 def parse_content_type(value):
-    """A Content-Type's media type and charset, lower case (text/plain if it has no type):
-    HTTP took the field from MIME (RFC 9110 §8.3), so the email package reads it."""
-    header = email.message.Message()
-    header["Content-Type"] = value
-    return header.get_content_type(), header.get_content_charset()
+    """A Content-Type's media type and charset (or None), lower case (RFC 9110 §8.3.1)."""
+    media_type, _, parameters = value.lower().partition(";")
+    charset = re.search(r'(?:^|;)\s*charset\s*=\s*"?([^";\s]*)', parameters)
+    return media_type.strip(), charset.group(1) if charset else None
 
 
 # -- Content negotiation, conditional requests and the query string of GET /users ----------
