@@ -3524,6 +3524,9 @@ def test_a_stale_edit_in_the_explorer_gets_412_and_reload_lets_the_save_succeed(
                     "document.getElementById('send-PUT').click()")
         browser.wait_for("[...document.querySelectorAll('#exchanges > li[data-status=\"200\"]"
                          " > pre:first-of-type')].some(pre => pre.textContent.startsWith('PUT'))")
+        # the list read after the write has been answered, so logged, once it shows the change
+        browser.wait_for("document.querySelector('#rows td:nth-child(2)')?.textContent"
+                         " === 'Ada King'")
         assert requests_logged(capsys.readouterr().err) == [
             "GET /users/1", "PUT /users/1", "GET /users?sort=id&limit=10"]
         assert call(running, "GET", "/users/1").json()["name"] == "Ada King"
