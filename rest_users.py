@@ -1444,7 +1444,8 @@ def if_match_mistake(header, fmt):
 
 
 # ---------------------------------------------------------------------------------------
-# Appendix C: the options: a SQLite store (--db), CORS (--cors) and a fake API
+# Appendix C: the options: a SQLite store (--db), CORS (--cors) and a fake API, which
+# reads the list dialects of front-end libraries too
 # ---------------------------------------------------------------------------------------
 
 class SQLiteStore:
@@ -2260,12 +2261,19 @@ def parameter_kind(name):
         return name
     field, colon, test = name.partition(":")
     if not colon:
-        field, test = next(((name[:-len(suffix)], test) for suffix, test
-                            in SUFFIX_TESTS.items() if name.endswith(suffix)), (name, "eq"))
+        field, test = split_suffix(name)
     if field in FIELDS and test in COLON_TESTS and not (
             field == "id" and test in TEXT_TESTS):
         return field, test
     return None
+
+
+def split_suffix(name):
+    """json-server 0.17's FIELD_ne and the like as (FIELD, test); a bare FIELD is eq."""
+    for suffix, test in SUFFIX_TESTS.items():
+        if name.endswith(suffix):
+            return name[:-len(suffix)], test
+    return name, "eq"
 
 
 def filter_value(name, field, value):
@@ -2282,8 +2290,8 @@ def filter_value(name, field, value):
 
 JSON_SHAPES = {"range": "[first, last]", "sort": '["FIELD", "ASC" or "DESC"]',
                "filter": '{"FIELD": value, ...}'}
-JSON_VALUES = json.JSONDecoder(parse_constant=refuse_constant)  # made once: json.loads with
-# an argument makes a decoder for every call
+# One decoder for them all: json.loads with an argument would make one for every call
+JSON_VALUES = json.JSONDecoder(parse_constant=refuse_constant)
 
 
 def json_parameter(name, text, kind):
@@ -2310,7 +2318,7 @@ def render_page(query, total, users, fmt):
     """json-server 1.0's page object: where the pages are, how many users match, and the
     page's users as data; in XML a <page> whose null prev or next is empty."""
     size, page = query.limit, query.offset // query.limit + 1
-    last = max(1, -(-total // size))  # total / size rounded up, and at least one page
+    last = max(1, (total + size - 1) // size)  # total / size rounded up, and at least one
     fields = {"first": 1, "prev": page - 1 if page > 1 else None,
               "next": page + 1 if page < last else None, "last": last, "pages": last,
               "items": total}
