@@ -1399,9 +1399,10 @@ def test_every_unknown_dialect_parameter_is_named(library_server):
                                  "_embed, age:eq, id:contains, id_lt; " + DIALECT_TAKES)
 
 
+@pytest.mark.parametrize("kind", SERVER_KINDS)
 @pytest.mark.parametrize("library", ["ra-data-json-server", "ra-data-simple-rest", "refine"])
-def test_each_librarys_writes(library, variant):
-    running = start_server(variant, fake_users=25)
+def test_each_librarys_writes(library, kind, tmp_path_factory):
+    running = start_server(fake_users=25, **options_for(kind, tmp_path_factory))
     try:
         headers = AXIOS if library == "refine" else RA_JSON
         written = dict(headers, **{"Content-Type": "application/json"})
