@@ -1243,6 +1243,7 @@ def test_a_json_server_1_page_in_xml(library_server):
     ("email_gte=t&email_lte=u", [22], None),
     ("id:gt=23", [24, 25], None),
     ("id:lt=3", [1, 2], None),
+    ("id:gte=9&id:lt=11", [9, 10], None),  # as integers: as text, "10" < "9"
     ("id_gte=24", [24, 25], None),
     ("id_lte=2", [1, 2], None),
     ("id_ne=2&id:lt=4", [1, 3], None),
