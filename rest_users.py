@@ -36,7 +36,7 @@ Each appendix subclasses the core, overriding hooks it leaves (which do the plai
     (replace_user), Prefer: return=minimal (delete_user), problem-only clients (negotiate,
     problem_format, respond).
  C. SQLiteStore; CorsHandler (extra_headers, answer_options); FakeApiHandler: --fail-rate
-    (check_caller), --delay and the journal (respond), /__admin/; DialectHandler: the list
+    (check_caller), --delay and the journal (log_request), /__admin/; DialectHandler: the list
     dialects of front-end libraries (users_page), with DialectMemoryStore (passes_filter).
  D, E. ExplorerHandler and OpenApiHandler add the routes / and /openapi.json.
  F. FastHandler and FastServer change how bytes move and what is kept, never a decision
@@ -1784,16 +1784,17 @@ class FakeApiHandler(UsersHandler):
         self.body_received = super().read_body()
         return self.body_received
 
-    def respond(self, status, body=b"", content_type=None, headers=()):
-        """A /users request goes into the journal; with --delay, its answer waits (a write
-        it reports is already done)."""
+    def log_request(self, code="-", size="-"):
+        """As its answer begins to leave, a /users request goes into the journal; with
+        --delay, the answer waits here (a write it reports is already done). http.server
+        calls this once for every response, so no response is left out of the journal."""
         if self.headers is not None and USERS_TARGET.match(self.path):
             self.server.journal.add(self.command, self.path, self.headers.items(),
-                                    self.body_received, status)
+                                    self.body_received, code)
             self.body_received = b""
             if self.command != "OPTIONS":
                 wait_for_delay(self.server.fake_api.delay)
-        super().respond(status, body, content_type, headers)
+        super().log_request(code, size)
 
     def extra_headers(self):
         """No CORS headers on the test controls: a page on another origin must neither
@@ -3228,15 +3229,17 @@ class FastHandler(EdgeHandler):
 
     def write_response(self, status, fields, body):
         """Replaces http.server's send_response, send_header and end_headers, which write
-        the head line by line into a list, with one string for the head, sent in one write
-        with the body. Measured in one process: GET /users/1 in 28 µs against 30 µs."""
+        the head line by line into a list, with one string for the head, sent with the body
+        in one sendall on the socket itself rather than through wfile's buffer and the
+        Python layer under it. Measured in one process: GET /users/1 in 28 µs against 30 µs
+        for the head in one string, and 30.8 µs of CPU against 32.5 µs for the sendall."""
         self.log_request(status)
         head = ["HTTP/1.1 %d %s" % (status, status.phrase), "Server: " + self.server_version,
                 "Date: " + self.date_time_string()]
         head += ["%s: %s" % field for field in fields]
         head.append("\r\n")
-        self.wfile.write("\r\n".join(head).encode("latin-1")
-                         + (b"" if self.command == "HEAD" else body))
+        self.connection.sendall("\r\n".join(head).encode("latin-1")
+                                + (b"" if self.command == "HEAD" else body))
 
     def date_time_string(self, timestamp=None):
         """Replaces http.server's, which formats the Date header anew for every response:
@@ -3313,6 +3316,13 @@ class KernelTimedSocket(socket.socket):
         """Python's send; the kernel's timeout (EAGAIN) is socket.timeout."""
         try:
             return super().send(*args)
+        except BlockingIOError:
+            raise socket.timeout("timed out") from None
+
+    def sendall(self, *args):
+        """Python's sendall; the kernel's timeout (EAGAIN) is socket.timeout."""
+        try:
+            return super().sendall(*args)
         except BlockingIOError:
             raise socket.timeout("timed out") from None
 

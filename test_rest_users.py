@@ -3092,6 +3092,10 @@ def test_every_response_is_sent_at_once_with_nodelay(monkeypatch, plain, large_w
         to_socket = getattr(handler.wfile, "raw", handler.wfile)  # under the buffer, if any
         original_write = to_socket.write
         to_socket.write = lambda data: writes.append(len(data)) or original_write(data)
+        if not plain:  # the default server sends on its KernelTimedSocket itself
+            original_sendall = handler.connection.sendall
+            handler.connection.sendall = lambda data: (writes.append(len(data))
+                                                       or original_sendall(data))
 
     monkeypatch.setattr(rest_users.UsersHandler, "setup", watched_setup)
     running = start_server("plain" if plain else "default")
