@@ -1786,8 +1786,9 @@ class FakeApiHandler(UsersHandler):
 
     def log_request(self, code="-", size="-"):
         """As its answer begins to leave, a /users request goes into the journal; with
-        --delay, the answer waits here (a write it reports is already done). http.server
-        calls this once for every response, so no response is left out of the journal."""
+        --delay, the answer waits here (a write it reports is already done). Every response
+        begins with this call (in http.server's send_response, or Appendix F's
+        write_response), so none is left out of the journal."""
         if self.headers is not None and USERS_TARGET.match(self.path):
             self.server.journal.add(self.command, self.path, self.headers.items(),
                                     self.body_received, code)
