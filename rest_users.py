@@ -1787,8 +1787,8 @@ class FakeApiHandler(UsersHandler):
     def log_request(self, code="-", size="-"):
         """As its answer begins to leave, a /users request goes into the journal; with
         --delay, the answer waits here (a write it reports is already done). Every response
-        begins with this call (in http.server's send_response, or Appendix F's
-        write_response), so none is left out of the journal."""
+        begins with this call (http.server's send_response makes it, and so must any
+        write_response that replaces it), so none is left out of the journal."""
         if self.headers is not None and USERS_TARGET.match(self.path):
             self.server.journal.add(self.command, self.path, self.headers.items(),
                                     self.body_received, code)
