@@ -506,10 +506,10 @@ Filter = namedtuple("Filter", "field test values")
 
 
 class MemoryStore:
-    """Users in a dict from id to User under one lock, gone when the process ends."""
+    """Users in a dict from id to User under one lock, gone when the process ends. A write
+    puts in a new User, never changes one: a reader gets a whole version, old or new."""
 
     kept_in = "memory, lost when the server stops"  # where the users are, for people
-    # A write puts in a new User, never changes one: a reader gets a whole version
 
     def __init__(self, users=()):  # users to start with: checked, with ids, emails differing
         self.lock = threading.Lock()
@@ -807,11 +807,12 @@ def parse_list_query(pairs):
 
 def sort_keys(name, value):
     """The keys of a sort parameter, comma-separated: name,-id sorts by name, then id down."""
-    for key in value.split(","):
+    keys = tuple(value.split(","))
+    for key in keys:
         if key not in SORT_KEYS:
             raise bad_query("%s takes keys from %s, comma-separated; %s is not one." % (
                 name, ", ".join(SORT_KEYS), printable(key) or "an empty key"))
-    return tuple(value.split(","))
+    return keys
 
 
 def page_links(query, total, kept):
