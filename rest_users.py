@@ -86,8 +86,6 @@ MAX_USER_ID = 2 ** 63 - 1  # SQLite's largest integer: a larger id can name no u
 
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 1000
-SORT_KEYS = ("id", "-id", "name", "-name", "email", "-email")
-LIST_PARAMETERS = ("limit", "offset", "sort", "name", "email", "q")
 DIGITS = re.compile("[0-9]+")  # ASCII digits only: str.isdigit() also takes "²"
 WITHOUT_BODY = (HTTPStatus.NO_CONTENT, HTTPStatus.NOT_MODIFIED)  # no content, no length
 
@@ -227,7 +225,7 @@ class UsersHandler(BaseHTTPRequestHandler):
     def create_user(self):
         """POST /users: 201 with the new user and its Location."""
         fields = validate_user(self.read_user_body())
-        user = self.store.create(fields["name"], fields["email"])
+        user = self.store.create(fields)
         self.send_user(HTTPStatus.CREATED, user, [("Location", "/users/%d" % user.id)])
 
     def get_user(self, user_id):
@@ -396,10 +394,7 @@ class UsersHandler(BaseHTTPRequestHandler):
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
 
-# -- Users: the model and its validation ---------------------------------------------------
-User = namedtuple("User", "id name email version")
-"""One user, never changed in place; `version` grows with every change, and so does the ETag."""
-
+# -- Users: their fields, declared once, and the checks of each ------------------------
 # What XML 1.0 cannot carry (C0 controls, surrogates, U+FFFE, U+FFFF), and tab, CR, LF, DEL
 FORBIDDEN_CHARACTERS = re.compile("[\x00-\x1f\x7f\ud800-\udfff\ufffe\uffff]")
 ASCII_LOWERCASE = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
@@ -456,6 +451,49 @@ def check_email(value):
     return problem
 
 
+# The same rules as JSON Schema patterns, for the API description: no control characters
+# or non-characters; a name not only white space (Python's str.isspace() counts U+0085 as
+# space, ECMAScript's \s does not); one @ in an email.
+ALLOWED = "[^\\u0000-\\u001f\\u007f\\ufffe\\uffff]"
+VISIBLE = "[^\\s\\u0000-\\u001f\\u007f\\u0085\\ufffe\\uffff]"
+EMAIL_PART = "[^@\\s\\u0000-\\u001f\\u007f\\u0085\\ufffe\\uffff]+"
+
+Field = namedtuple("Field", "name check required ignores_case searched schema example")
+"""One field of a user. `check` says what is wrong with a value, or None; a field not
+`required` may be left out, and its "none" is None everywhere (JSON null, no XML element,
+SQL NULL); `ignores_case`: equal ignoring ASCII case, as SQLite's NOCASE; `searched`: q looks
+in it; `schema`: its JSON Schema; `example`: a value for the API description."""
+
+# Everything that knows a user's fields reads them here: validation, both stores and the
+# SQLite schema, JSON and XML, the list's filters and sort keys, the API description and the
+# explorer's form. Every field sorts by code point, and filters by equality.
+FIELDS = (
+    Field("name", check_name, required=True, ignores_case=False, searched=True,
+          schema={"type": "string", "minLength": 1, "maxLength": MAX_NAME_LENGTH,
+                  "pattern": "^%s*%s%s*$" % (ALLOWED, VISIBLE, ALLOWED)},
+          example="Ada Lovelace"),
+    Field("email", check_email, required=True, ignores_case=True, searched=True,
+          schema={"type": "string", "minLength": 3, "maxLength": MAX_EMAIL_LENGTH,
+                  "pattern": "^%s@%s$" % (EMAIL_PART, EMAIL_PART)},
+          example="ada@example.com"),
+)
+FIELD_NAMES = tuple(field.name for field in FIELDS)
+FIELDS_BY_NAME = {field.name: field for field in FIELDS}
+
+User = namedtuple("User", ("id",) + FIELD_NAMES + ("version",))
+"""One user, never changed in place; `version` grows with every change, and so does the ETag."""
+
+
+def new_user(user_id, values, version=1):
+    """A User with these {field: value}s; an optional field not among them is None."""
+    return User(id=user_id, version=version, **{name: values.get(name) for name in FIELD_NAMES})
+
+
+def in_words(names):
+    """Names as a sentence lists them: "name and email", "name, email and phone"."""
+    return " and ".join(filter(None, [", ".join(names[:-1]), names[-1]]))
+
+
 def check_id(value, path_id):
     """Say what is wrong with an id in a body, or return None: only a PUT or PATCH may repeat it."""
     if path_id is None:
@@ -465,28 +503,34 @@ def check_id(value, path_id):
     return None
 
 
-FIELD_CHECKS = {"name": check_name, "email": check_email}
+def check_field(name, value, path_id):
+    """Say what is wrong with one (field, value) of a body, or return None."""
+    if name == "id":
+        return check_id(value, path_id)
+    field = FIELDS_BY_NAME.get(name)
+    if field is None:
+        return "is not a field of a user; the fields are " + in_words(FIELD_NAMES)
+    if value is None and not field.required:
+        return None  # an optional field's none: left out, or removed by a merge patch
+    return field.check(value)
 
 
 def validate_user(pairs, *, path_id=None, partial=False):
-    """Check a body's (field, value) pairs and return them as a dict; one 422 lists every
-    bad field. PUT and PATCH pass the path's id; `partial` (PATCH) makes each field optional."""
+    """Check a body's (field, value) pairs and return the user's fields as a dict; one 422
+    lists every bad field. PUT and PATCH pass the path's id; `partial` (PATCH) leaves the
+    fields not given as they are, where a whole user (POST, PUT) has them none."""
     fields, errors, seen = {}, [], set()
-    for field, value in pairs:
-        if field in seen:
-            problem = "is given more than once"
-        elif field == "id":
-            problem = check_id(value, path_id)
-        elif field in FIELD_CHECKS:
-            problem = FIELD_CHECKS[field](value)
-            fields[field] = value
-        else:
-            problem = "is not a field of a user; the fields are name and email"
-        seen.add(field)
+    for name, value in pairs:
+        problem = "is given more than once" if name in seen else check_field(name, value, path_id)
         if problem:
-            errors.append((printable(field), problem))
+            errors.append((printable(name), problem))
+        elif name != "id":
+            fields[name] = value
+        seen.add(name)
     if not partial:
-        errors += [(field, "is required") for field in FIELD_CHECKS if field not in seen]
+        errors += [(field.name, "is required") for field in FIELDS
+                   if field.required and field.name not in seen]
+        fields = {name: fields.get(name) for name in FIELD_NAMES}
     if errors:
         names = ", ".join(dict.fromkeys(field for field, _ in errors))
         raise ApiError(HTTPStatus.UNPROCESSABLE_ENTITY,
@@ -510,6 +554,7 @@ class MemoryStore:
     puts in a new User, never changes one: a reader gets a whole version, old or new."""
 
     kept_in = "memory, lost when the server stops"  # where the users are, for people
+    changes = 0  # writes made so far: a page read between the same two writes is the same
 
     def __init__(self, users=()):  # users to start with: checked, with ids, emails differing
         self.lock = threading.Lock()
@@ -525,33 +570,37 @@ class MemoryStore:
     def list(self, query):
         """Return (how many users match the query, the page of them)."""
         with self.lock:
-            matches = [user for user in self.users.values() if self.passes(user, query)]
+            matches = list(self.users.values())
+        if not selects_everyone(query):
+            matches = [user for user in matches if self.passes(user, query)]
         # sort() keeps equal keys' order, even reversed: ties follow later keys, then id
         for key in reversed(query.sort):
-            matches.sort(key=operator.attrgetter(key.lstrip("-")), reverse=key[0] == "-")
+            matches.sort(key=sort_value(key.lstrip("-")), reverse=key[0] == "-")
         return len(matches), matches[query.offset:query.offset + query.limit]
 
     def passes(self, user, query):
-        """Whether a user passes every Filter, and has q in its name or email (casefolded)."""
+        """Whether a user passes every Filter, and has q in a searched field (casefolded)."""
         return all(self.passes_filter(getattr(user, field), field, test, values)
                    for field, test, values in query.filters) and (
-            query.q is None or query.q.casefold() in user.name.casefold()
-            or query.q.casefold() in user.email.casefold())
+            query.q is None or any(query.q.casefold() in getattr(user, field.name).casefold()
+                                   for field in FIELDS
+                                   if field.searched and getattr(user, field.name) is not None))
 
     def passes_filter(self, value, field, test, values):
         """Whether a field passes a Filter: here eq, one of the values (email: any ASCII case)."""
-        if field == "email":
+        if field in FIELDS_BY_NAME and FIELDS_BY_NAME[field].ignores_case and value is not None:
             return email_key(value) in [email_key(each) for each in values]
         return value in values
 
-    def create(self, name, email):
-        """Add a user and return it; 409 if its email is taken."""
+    def create(self, fields):
+        """Add a user with these {field: value}s and return it; 409 if its email is taken."""
         with self.lock:
-            self.check_email_is_free(email)
+            self.check_email_is_free(fields["email"])
             self.last_id += 1
-            user = User(self.last_id, name, email, 1)
+            user = new_user(self.last_id, fields)
             self.users[user.id] = user
-            self.ids_by_email[email_key(email)] = user.id
+            self.ids_by_email[email_key(user.email)] = user.id
+            self.changes += 1
             return user
 
     def update(self, user_id, change):
@@ -566,6 +615,7 @@ class MemoryStore:
             del self.ids_by_email[email_key(current.email)]
             self.ids_by_email[email_key(user.email)] = user_id
             self.users[user_id] = user
+            self.changes += 1
             return user
 
     def delete(self, user_id, check):
@@ -577,6 +627,7 @@ class MemoryStore:
             check(current)
             del self.users[user_id]
             del self.ids_by_email[email_key(current.email)]
+            self.changes += 1
             return current
 
     def check_email_is_free(self, email):
@@ -588,6 +639,20 @@ class MemoryStore:
         """Nothing to close: the users go with the process."""
 
 
+def selects_everyone(query):
+    """Whether every user passes the query: it has no Filter and no q."""
+    return not query.filters and query.q is None
+
+
+def sort_value(name):
+    """The sort key of a field: its value, where None (an optional field's none) comes
+    first, as NULL does in SQLite."""
+    field = FIELDS_BY_NAME.get(name)
+    if field is None or field.required:  # the id, or a field every user has
+        return operator.attrgetter(name)
+    return lambda user: (getattr(user, name) is not None, getattr(user, name))
+
+
 # -- Representations: users, lists and problem details, in JSON and in XML ----------------
 Format = namedtuple("Format", "name content_type problem_type")
 JSON = Format("json", "application/json; charset=utf-8", "application/problem+json")
@@ -595,9 +660,12 @@ XML = Format("xml", "application/xml; charset=utf-8", "application/problem+xml")
 TEXT_XML = Format("xml", "text/xml; charset=utf-8", "application/problem+xml")
 
 
+JSON_ENCODER = json.JSONEncoder(ensure_ascii=False)  # non-ASCII characters as themselves
+
+
 def json_bytes(document):
-    """Encode a document as UTF-8 JSON, non-ASCII characters as themselves."""
-    return json.dumps(document, ensure_ascii=False).encode("utf-8")
+    """Encode a document as UTF-8 JSON."""
+    return JSON_ENCODER.encode(document).encode("utf-8")
 
 
 def xml_bytes(element):
@@ -606,17 +674,18 @@ def xml_bytes(element):
 
 
 def xml_element(tag, children=(), **fields):
-    """An element with a text child per field, then the given child elements."""
+    """An element with a text child per field that is not None, then the child elements."""
     element = ElementTree.Element(tag)
     for name, value in fields.items():
-        ElementTree.SubElement(element, name).text = str(value)
+        if value is not None:
+            ElementTree.SubElement(element, name).text = str(value)
     element.extend(children)
     return element
 
 
 def user_document(user):
     """One user as the JSON object a client sees (the version is in the ETag, not here)."""
-    return {"id": user.id, "name": user.name, "email": user.email}
+    return {name: getattr(user, name) for name in ("id",) + FIELD_NAMES}
 
 
 def render_user(user, fmt):
@@ -754,6 +823,10 @@ def etag_matches(header, tag, *, weak):
                for weak_prefix, opaque in ENTITY_TAG.findall(header))
 
 
+SORT_KEYS = tuple(sign + name for name in ("id",) + FIELD_NAMES for sign in ("", "-"))
+LIST_PARAMETERS = ("limit", "offset", "sort") + FIELD_NAMES + ("q",)  # a filter per field
+
+
 def bad_query(detail):
     """A 400 about the query string of GET /users."""
     return ApiError(HTTPStatus.BAD_REQUEST, detail + " See GET /users in the README.")
@@ -802,7 +875,7 @@ def parse_list_query(pairs):
                      offset=integer_parameter(parameters, "offset", 0, 0, MAX_USER_ID),
                      sort=sort_keys("sort", parameters.get("sort", "id")), q=parameters.get("q"),
                      filters=tuple(Filter(field, "eq", (parameters[field],))
-                                   for field in ("name", "email") if field in parameters))
+                                   for field in FIELD_NAMES if field in parameters))
 
 
 def sort_keys(name, value):
@@ -1386,9 +1459,9 @@ class ProblemOnlyStore:
         """(How many users match the query, the page of them.)"""
         return self.store.list(query)
 
-    def create(self, name, email):
+    def create(self, fields):
         """409 if the email is taken, else the 406."""
-        self.check_email_is_free(email, None)
+        self.check_email_is_free(fields["email"], None)
         raise refused_success()
 
     def update(self, user_id, change):
@@ -1449,6 +1522,17 @@ def if_match_mistake(header, fmt):
 # reads the list dialects of front-end libraries too
 # ---------------------------------------------------------------------------------------
 
+SQL_COLUMNS = ", ".join(User._fields)  # a row is a User: id, the fields, version
+SQL_TYPES = {"string": "TEXT", "integer": "INTEGER", "boolean": "INTEGER", "number": "REAL"}
+
+
+def sql_column(field, added=False):
+    """A field's column: its type from its schema; NOT NULL if required, unless added to a
+    table that has rows already (their value is the field's none)."""
+    required = " NOT NULL" if field.required and not added else ""
+    return "%s %s%s" % (field.name, SQL_TYPES[field.schema["type"]], required)
+
+
 class SQLiteStore:
     """Users in a SQLite file, through one connection guarded by a lock.
 
@@ -1459,24 +1543,20 @@ class SQLiteStore:
     keeps a second rest_users.py (or any other program) out.
     """
 
+    changes = 0  # writes made so far, as MemoryStore counts them
+
     SCHEMA = """
         PRAGMA locking_mode = EXCLUSIVE; -- the file's lock is held until the store closes
         PRAGMA journal_mode = WAL;      -- readers never wait for a writer
         PRAGMA synchronous = NORMAL;    -- in WAL mode a commit survives a killed process
         CREATE TABLE IF NOT EXISTS users (
             id INTEGER PRIMARY KEY AUTOINCREMENT,
-            name TEXT NOT NULL,
-            email TEXT NOT NULL,
+            %s,
             version INTEGER NOT NULL DEFAULT 1
         );
         CREATE UNIQUE INDEX IF NOT EXISTS users_email_key ON users (email COLLATE NOCASE);
-        -- one index per sort order, so a sorted page reads only its own rows
-        CREATE INDEX IF NOT EXISTS users_by_name ON users (name);
-        CREATE INDEX IF NOT EXISTS users_by_name_desc ON users (name DESC);
-        CREATE INDEX IF NOT EXISTS users_by_email ON users (email);
-        CREATE INDEX IF NOT EXISTS users_by_email_desc ON users (email DESC);
         PRAGMA user_version = 1;        -- a write: a file it cannot write fails now, at start
-    """
+    """ % ",\n            ".join(sql_column(field) for field in FIELDS)
 
     def __init__(self, path):
         self.path, self.kept_in = path, "the SQLite file %s" % path
@@ -1485,9 +1565,10 @@ class SQLiteStore:
         self.db = sqlite3.connect(path, check_same_thread=False, timeout=0.2)
         # SQLite's lower() and NOCASE fold ASCII letters only, so q would miss "STRAẞE" for
         # "Straße": Python's casefold() does the folding, as it does for the memory store
-        add_function(self.db, "casefold", str.casefold)
+        add_function(self.db, "casefold", lambda text: text and text.casefold())  # NULL: NULL
         try:
             self.db.executescript(self.SCHEMA)
+            self.add_missing_columns()
             # SQLite counts rows by reading them all; the store keeps the total itself
             self.count = self.db.execute("SELECT COUNT(*) FROM users").fetchone()[0]
         except sqlite3.Error as error:
@@ -1496,6 +1577,19 @@ class SQLiteStore:
                 raise sqlite3.OperationalError("another process is using it; one rest_users.py "
                                                "serves a file at a time") from None
             raise
+
+    def add_missing_columns(self):
+        """Give a file from a release with fewer fields a column for each new one (its users
+        have that field's none, NULL), and every field its two sort indexes."""
+        columns = {row[1] for row in self.db.execute("PRAGMA table_info(users)")}
+        with self.db:
+            for field in FIELDS:
+                if field.name not in columns:
+                    self.db.execute("ALTER TABLE users ADD COLUMN %s" % sql_column(field, True))
+                # one index per sort order, so a sorted page reads only its own rows
+                for suffix, order in (("", ""), ("_desc", " DESC")):
+                    self.db.execute("CREATE INDEX IF NOT EXISTS users_by_%s%s ON users (%s%s)"
+                                    % (field.name, suffix, field.name, order))
 
     @contextlib.contextmanager
     def failures_answered(self):
@@ -1520,7 +1614,7 @@ class SQLiteStore:
 
     def select_user(self, user_id):
         """Read one user; the caller holds the lock."""
-        row = self.db.execute("SELECT id, name, email, version FROM users WHERE id = ?",
+        row = self.db.execute("SELECT %s FROM users WHERE id = ?" % SQL_COLUMNS,
                               (user_id,)).fetchone()
         return User(*row) if row else None
 
@@ -1531,8 +1625,10 @@ class SQLiteStore:
             conditions.append(sql_condition(field, test, len(values)))
             arguments += sql_arguments(test, values)
         if query.q is not None:  # instr(), not LIKE: % and _ are plain text in q
-            conditions.append("(instr(casefold(name), ?) OR instr(casefold(email), ?))")
-            arguments += [query.q.casefold()] * 2
+            searched = [field.name for field in FIELDS if field.searched]
+            conditions.append("(%s)" % " OR ".join("instr(casefold(%s), ?)" % name
+                                                   for name in searched))
+            arguments += [query.q.casefold()] * len(searched)
         where = " WHERE " + " AND ".join(conditions) if conditions else ""
         order = ", ".join(key.lstrip("-") + (" DESC" if key[0] == "-" else "")
                           for key in query.sort + ("id",))  # keys from SORT_KEYS only
@@ -1540,21 +1636,23 @@ class SQLiteStore:
             total = self.count if not conditions else self.db.execute(
                 "SELECT COUNT(*) FROM users" + where, arguments).fetchone()[0]
             rows = self.db.execute(
-                "SELECT id, name, email, version FROM users%s ORDER BY %s LIMIT ? OFFSET ?"
-                % (where, order), arguments + [query.limit, query.offset]).fetchall()
+                "SELECT %s FROM users%s ORDER BY %s LIMIT ? OFFSET ?"
+                % (SQL_COLUMNS, where, order), arguments + [query.limit, query.offset]).fetchall()
         return total, [User(*row) for row in rows]
 
-    def create(self, name, email):
-        """Insert a user and return it; 409 if its email is taken."""
+    def create(self, fields):
+        """Insert a user with these {field: value}s and return it; 409 if its email is taken."""
+        user = new_user(None, fields)
         with self.lock, self.failures_answered():
             with self.db:  # commits, or rolls back on an exception
                 try:
-                    cursor = self.db.execute("INSERT INTO users (name, email) VALUES (?, ?)",
-                                             (name, email))
+                    cursor = self.db.execute("INSERT INTO users (%s) VALUES (%s)" % (
+                        SQL_COLUMNS, ", ".join("?" * len(user))), user)
                 except sqlite3.IntegrityError:
-                    raise EmailTaken(email) from None
+                    raise EmailTaken(user.email) from None
             self.count += 1
-            return User(cursor.lastrowid, name, email, 1)
+            self.changes += 1
+            return user._replace(id=cursor.lastrowid)
 
     def update(self, user_id, change):
         """Apply change(current user) -> {field: value} and return the updated user."""
@@ -1565,10 +1663,11 @@ class SQLiteStore:
                     raise UserNotFound(user_id)
                 user = current._replace(version=current.version + 1, **change(current))
                 try:
-                    self.db.execute("UPDATE users SET name = ?, email = ?, version = ? "
-                                    "WHERE id = ?", (user.name, user.email, user.version, user_id))
+                    self.db.execute("UPDATE users SET %s WHERE id = ?" % ", ".join(
+                        "%s = ?" % name for name in User._fields[1:]), user[1:] + (user_id,))
                 except sqlite3.IntegrityError:
                     raise EmailTaken(user.email) from None
+            self.changes += 1
             return user
 
     def delete(self, user_id, check):
@@ -1581,15 +1680,17 @@ class SQLiteStore:
                 check(current)
                 self.db.execute("DELETE FROM users WHERE id = ?", (user_id,))
             self.count -= 1
+            self.changes += 1
             return current
 
     def load(self, users):
         """Add checked users that have ids and differ in email (--load), in one transaction."""
         with self.lock, self.failures_answered():
             with self.db:
-                self.db.executemany("INSERT INTO users (id, name, email, version) "
-                                    "VALUES (?, ?, ?, ?)", users)
+                self.db.executemany("INSERT INTO users (%s) VALUES (%s)" % (
+                    SQL_COLUMNS, ", ".join("?" * len(User._fields))), users)
             self.count += len(users)
+            self.changes += 1
 
     def reset(self, users):
         """A file is not reset over HTTP (POST /__admin/reset): 409, nothing changed."""
@@ -1610,7 +1711,8 @@ SQL_TESTS = {"eq": "%s IN (%s)", "ne": "%s NOT IN (%s)", "lt": "%s < ?", "lte": 
 
 def sql_condition(field, test, count):
     """The SQL of a Filter, with count values; emails are equal ignoring ASCII case (NOCASE)."""
-    column = "email COLLATE NOCASE" if field == "email" and test in ("eq", "ne") else field
+    nocase = field in FIELDS_BY_NAME and FIELDS_BY_NAME[field].ignores_case
+    column = field + " COLLATE NOCASE" if nocase and test in ("eq", "ne") else field
     return SQL_TESTS[test] % ((column, ", ".join("?" * count)) if test in ("eq", "ne")
                               else column)
 
@@ -1855,6 +1957,7 @@ class ResettableMemoryStore(MemoryStore):
         with self.lock:
             self.users, self.ids_by_email, self.last_id = (fresh.users, fresh.ids_by_email,
                                                            fresh.last_id)
+            self.changes += 1
 
 
 class Journal:
@@ -2019,7 +2122,7 @@ def user_from_entry(pairs, where):
         raise ValueError(where + "id is given more than once")
     if given_ids and not (type(given_ids[0]) is int and 1 <= given_ids[0] <= MAX_USER_ID):
         raise ValueError(where + "id must be a whole number from 1 to %d" % MAX_USER_ID)
-    return User(given_ids[0] if given_ids else None, fields["name"], fields["email"], 1)
+    return new_user(given_ids[0] if given_ids else None, fields)
 
 
 # --fake-users: 64 given names times 64 family names, then again with a middle initial
@@ -2044,7 +2147,7 @@ def fake_user(user_id):
     initial = (user_id - 1) // pairs % 27  # 0 for the first 4096 users: no initial
     middle = " %s. " % chr(ord("A") + initial - 1) if initial else " "
     email = "%s.%s.%d@example.com" % (given.lower(), family.lower(), user_id)
-    return User(user_id, given + middle + family, email, 1)
+    return new_user(user_id, {"name": given + middle + family, "email": email})
 
 
 # -- The list dialects of front-end libraries --------------------------------------------
@@ -2053,7 +2156,7 @@ def fake_user(user_id):
 # Each is read here into the same ListQuery as ours, so the store does the same work and
 # gives the same users in the same order; only the shape of two dialects' answers differs.
 
-FIELDS = ("id", "name", "email")
+FILTERED = ("id",) + FIELD_NAMES  # what a dialect may filter and sort by
 SUFFIX_TESTS = {"_ne": "ne", "_gte": "gte", "_lte": "lte", "_like": "contains"}  # 0.17's
 COLON_TESTS = ("eq", "ne", "lt", "lte", "gt", "gte", "in", "contains", "startsWith",
                "endsWith")  # 1.0's FIELD:TEST; the last three are for text, not for id
@@ -2200,12 +2303,12 @@ class DialectQuery:
             values = wanted if isinstance(wanted, list) else [wanted]
             if field == "q" and isinstance(wanted, str) and wanted:
                 self.q.append(wanted)
-            elif field in FIELDS and all(type(value) in (str, int) for value in values):
+            elif field in FILTERED and all(type(value) in (str, int) for value in values):
                 self.add_filter("filter", field, "eq", [str(value) for value in values])
             else:
                 raise bad_query('filter must be a JSON object of "q" or a field (%s), with a '
                                 'value or a list of values; %s is not.' % (
-                                    ", ".join(FIELDS), printable(json.dumps(field))))
+                                    ", ".join(FILTERED), printable(json.dumps(field))))
 
     def add_filter(self, name, field, test, values):
         """Keep a filter; the values of an equality named again are any of them."""
@@ -2240,9 +2343,9 @@ def start_page(given):
 def json_sort_key(text):
     """react-admin's sort=["name", "DESC"] as the core's sort key, "-name"."""
     field, order = json_parameter("sort", text, list)
-    if field not in FIELDS or order not in ("ASC", "DESC", "asc", "desc"):
+    if field not in FILTERED or order not in ("ASC", "DESC", "asc", "desc"):
         raise bad_query('sort must be ["FIELD", "ASC" or "DESC"], FIELD one of %s.'
-                        % ", ".join(FIELDS))
+                        % ", ".join(FILTERED))
     return ("-" if order.upper() == "DESC" else "") + field
 
 
@@ -2265,7 +2368,7 @@ def parameter_kind(name):
     field, colon, test = name.partition(":")
     if not colon:
         field, test = split_suffix(name)
-    if field in FIELDS and test in COLON_TESTS and not (
+    if field in FILTERED and test in COLON_TESTS and not (
             field == "id" and test in TEXT_TESTS):
         return field, test
     return None

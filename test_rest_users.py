@@ -1040,7 +1040,7 @@ def test_the_page_size_can_be_1000(kind, tmp_path_factory):
     running = start_server(**options_for(kind, tmp_path_factory))
     try:
         for n in range(1001):
-            running.store.create("User %d" % n, "user%d@example.com" % n)
+            running.store.create({"name": "User %d" % n, "email": "user%d@example.com" % n})
         reply = call(running, "GET", "/users?limit=1000")
     finally:
         stop_server(running)
@@ -2257,8 +2257,8 @@ def post_and_see_when_applied(server):
     (The server's store is watched from here on.)"""
     added, create = threading.Event(), server.store.create
 
-    def create_and_tell(name, email):
-        user = create(name, email)
+    def create_and_tell(fields):
+        user = create(fields)
         added.set()
         return user
 
@@ -2408,7 +2408,7 @@ def test_load_starts_with_the_users_in_the_file(tmp_path):
             rest_users.User(7, "Grace", "grace@example.com", 1),
             rest_users.User(8, "Ada", "ada@example.com", 1),
             rest_users.User(9, "Alan", "alan@example.com", 1)]
-        assert server.store.create("Next", "next@example.com").id == 10
+        assert server.store.create({"name": "Next", "email": "next@example.com"}).id == 10
     finally:
         server.server_close()
 
@@ -2423,7 +2423,7 @@ def test_load_with_db_happens_only_when_the_file_holds_no_users(tmp_path):
         assert total == 1
     server = rest_users.make_server("127.0.0.1", 0, db=db)
     try:
-        assert server.store.create("Next", "next@example.com").id == 2
+        assert server.store.create({"name": "Next", "email": "next@example.com"}).id == 2
     finally:
         server.server_close()
 
@@ -2818,9 +2818,9 @@ def test_with_db_no_acknowledged_write_is_lost_to_kill_9(tmp_path):
 
 def test_the_db_enforces_unique_emails_ignoring_case(tmp_path):
     store = rest_users.SQLiteStore(str(tmp_path / "u.db"))
-    store.create("A", "a@example.com")
+    store.create({"name": "A", "email": "a@example.com"})
     with pytest.raises(rest_users.ApiError) as raised:
-        store.create("B", "A@EXAMPLE.COM")
+        store.create({"name": "B", "email": "A@EXAMPLE.COM"})
     assert raised.value.status == 409
     store.close()
 
@@ -2864,7 +2864,8 @@ STORES = {"memory": rest_users.MemoryStore, "fast-memory": rest_users.DefaultMem
 def test_readers_racing_a_writer_see_whole_versions(kind, tmp_path, fast_thread_switching):
     """A reader gets the old or the new version of a user, never a mix of the two."""
     store = STORES[kind](str(tmp_path / "u.db")) if kind == "sqlite" else STORES[kind]()
-    user = store.create(*written(0, 0))
+    name, email = written(0, 0)
+    user = store.create({"name": name, "email": email})
     pages = [rest_users.ListQuery(limit=10, offset=0, sort=(sort,), filters=(), q=None)
              for sort in ("-name", "-id")]
     deadline = time.monotonic() + 0.3
