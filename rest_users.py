@@ -215,19 +215,23 @@ class UsersHandler(BaseHTTPRequestHandler):
 
     def users_page(self, query_string):
         """The body and headers of the page of users a query string asks for."""
-        query, kept = self.read_list_query(query_pairs(query_string))
+        query, kept = self.read_list_query(query_string)
         total, users = self.store.list(query)
-        headers = [("X-Total-Count", str(total)), ("Link", page_links(query, total, kept))]
-        return self.render_page(query, total, users), headers
+        return self.render_page(query, total, users), self.page_headers(query, total, users, kept)
 
-    def read_list_query(self, pairs):
-        """The ListQuery of a query's pairs, and the pairs its page links keep."""
+    def read_list_query(self, query_string):
+        """The ListQuery a query string asks for, and the pairs its page links keep."""
+        pairs = query_pairs(query_string)
         kept = [(name, value) for name, value in pairs if name not in ("limit", "offset")]
         return parse_list_query(pairs), kept
 
     def render_page(self, query, total, users):
         """A page of users as bytes in the negotiated format."""
         return render_users(users, self.format)
+
+    def page_headers(self, query, total, users, kept):
+        """X-Total-Count, and the Link header (RFC 8288) to the first, last, next... pages."""
+        return [("X-Total-Count", str(total)), ("Link", page_links(query, total, kept))]
 
     def create_user(self):
         """POST /users: 201 with the new user and its Location."""
@@ -2191,23 +2195,30 @@ DIALECT_PARAMETERS = LIST_PARAMETERS + (
 class DialectHandler(UsersHandler):
     """UsersHandler that also reads the list dialects of front-end libraries."""
 
-    def users_page(self, query_string):
-        """A query in our own parameters is the core's; one in a dialect is read here, and
-        answered in the shape that dialect's clients read."""
+    dialect = None  # the DialectQuery of this request's list query, if it is in a dialect
+
+    def read_list_query(self, query_string):
+        """A query in our own parameters is the core's; one in a dialect is read here."""
         query_string = "&".join(  # less the cache-buster jQuery and others add: _=1700000000000
             part for part in query_string.split("&") if part.partition("=")[0] != "_")
         pairs = query_pairs(query_string)
-        if in_our_parameters(pairs):
-            return super().users_page(query_string)
-        dialect = DialectQuery(pairs)
-        query = dialect.list_query()
-        total, users = self.store.list(query)
-        headers = [("X-Total-Count", str(total)), ("Link", page_links(query, total, dialect.kept))]
-        if dialect.content_range:
+        self.dialect = None if in_our_parameters(pairs) else DialectQuery(pairs)
+        if self.dialect is None:
+            return super().read_list_query(query_string)
+        return self.dialect.list_query(), self.dialect.kept
+
+    def render_page(self, query, total, users):
+        """A page in the shape the dialect's clients read: 1.0's per-page object."""
+        if self.dialect is not None and self.dialect.paging == "per-page":
+            return render_per_page(query, total, users, self.format)
+        return super().render_page(query, total, users)
+
+    def page_headers(self, query, total, users, kept):
+        """react-admin's simple-rest reads which users it got in Content-Range."""
+        headers = super().page_headers(query, total, users, kept)
+        if self.dialect is not None and self.dialect.content_range:
             headers.append(("Content-Range", content_range(query.offset, len(users), total)))
-        if dialect.paging == "per-page":
-            return render_page(query, total, users, self.format), headers
-        return render_users(users, self.format), headers
+        return headers
 
 
 def in_our_parameters(pairs):
@@ -2436,7 +2447,7 @@ def content_range(offset, sent, total):
     return "users %d-%d/%d" % (offset, offset + sent - 1, total)
 
 
-def render_page(query, total, users, fmt):
+def render_per_page(query, total, users, fmt):
     """json-server 1.0's page object: where the pages are, how many users match, and the
     page's users as data; in XML a <page> whose null prev or next is empty."""
     size, page = query.limit, query.offset // query.limit + 1
