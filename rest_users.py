@@ -155,7 +155,8 @@ class UsersHandler(BaseHTTPRequestHandler):
     server_version = "rest_users/1.0"
     routes = ROUTES  # an appendix adds a route by extending this list in a subclass
     keyed_paths = ("/users",)  # these and the paths under them need the key, if there is one
-    body_types = "application/json (and for PATCH application/merge-patch+json)"
+    body_types = ("application/json, application/xml or text/xml (and for PATCH "
+                  "application/merge-patch+json)")
     headers = None  # the request's header fields, once http.server has read them
     body_read = False  # whether this request's body has been read
 
@@ -316,7 +317,7 @@ class UsersHandler(BaseHTTPRequestHandler):
         if not body:
             raise ApiError(HTTPStatus.BAD_REQUEST, "This request needs a user in its body.")
         media_type, charset = parse_content_type(self.headers.get("Content-Type", ""))
-        reader = self.body_reader(media_type)
+        reader = BODY_READERS.get(media_type)
         if reader is None or charset not in (None, "utf-8") or (
                 media_type == MERGE_PATCH and not merge_patch):
             raise ApiError(HTTPStatus.UNSUPPORTED_MEDIA_TYPE, "The body must be %s, in UTF-8, "
@@ -327,10 +328,6 @@ class UsersHandler(BaseHTTPRequestHandler):
         except UnicodeDecodeError:
             raise ApiError(HTTPStatus.BAD_REQUEST, "The body is not valid UTF-8.") from None
         return reader(text)
-
-    def body_reader(self, media_type):
-        """The function that reads a body of this media type into pairs, or None."""
-        return BODY_READERS.get(media_type)
 
     def check_if_match(self, user):
         """A 412 unless If-Match names the current tag: no change overwritten unseen."""
@@ -708,19 +705,23 @@ def user_document(user):
     return {name: getattr(user, name) for name in ("id",) + FIELD_NAMES}
 
 
+def user_element(user):
+    """One user as an XML element: <user><id>1</id><name>Ada</name>...</user>."""
+    return xml_element("user", **user_document(user))
+
+
 def render_user(user, fmt):
     """One user as bytes in the format."""
     if fmt is JSON:
         return json_bytes(user_document(user))
-    return xml_bytes(xml_element("user", **user_document(user)))
+    return xml_bytes(user_element(user))
 
 
 def render_users(users, fmt):
     """A list of users as bytes in the format."""
     if fmt is JSON:
         return json_bytes([user_document(user) for user in users])
-    return xml_bytes(xml_element("users", [xml_element("user", **user_document(user))
-                                           for user in users]))
+    return xml_bytes(xml_element("users", [user_element(user) for user in users]))
 
 
 # Characters XML 1.0 cannot carry; a problem may quote client text that has them.
@@ -774,8 +775,72 @@ def read_json_fields(text):
     return document
 
 
+class NestedXmlElement:
+    """The value of an XML field element that has child elements: never a valid field."""
+
+    def __str__(self):
+        return "an element with child elements"
+
+
+class UserXmlReader:
+    """Collects (field, value) pairs from <user><name>..</name><email>..</email></user> as
+    expat parses. A DOCTYPE is refused the moment it starts, before any entity can be
+    declared or expanded (billion laughs, external entities)."""
+
+    def __init__(self):
+        self.pairs, self.depth, self.text, self.nested = [], 0, [], False
+
+    def start(self, tag, attributes):
+        """An element opens: the root must be <user>; its children are the fields."""
+        self.depth += 1
+        if self.depth == 1 and tag != "user":
+            raise ApiError(HTTPStatus.BAD_REQUEST,
+                           "The XML root element must be <user>, not <%s>." % tag)
+        if self.depth == 2:
+            self.text, self.nested = [], False
+        elif self.depth > 2:
+            self.nested = True
+
+    def end(self, tag):
+        """An element closes: a field's text becomes its value."""
+        if self.depth == 2:
+            value = NestedXmlElement() if self.nested else "".join(self.text)
+            if tag == "id" and isinstance(value, str) and USER_ID.fullmatch(value):
+                value = int(value)  # XML is all text: <id>7</id> spells the integer 7
+            self.pairs.append((tag, value))
+        self.depth -= 1
+
+    def characters(self, data):
+        """Text inside a field (expat may hand it over in several pieces)."""
+        if self.depth == 2:
+            self.text.append(data)
+
+    def refuse_doctype(self, *args):
+        """A DOCTYPE or entity declaration: refused before the parser reads on."""
+        raise ApiError(HTTPStatus.BAD_REQUEST,
+                       "XML with a DOCTYPE or entity declarations is not accepted.")
+
+
+def read_xml_fields(text):
+    """Parse a <user> document into (field, value) pairs; malformed XML is a 400."""
+    # expat, not xml.etree: on PyPy, xml.etree reads a DOCTYPE's entities before it says so
+    reader = UserXmlReader()  # it collects the fields and refuses a DOCTYPE
+    parser = expat.ParserCreate(encoding="utf-8")
+    parser.StartElementHandler = reader.start
+    parser.EndElementHandler = reader.end
+    parser.CharacterDataHandler = reader.characters
+    parser.StartDoctypeDeclHandler = reader.refuse_doctype
+    parser.EntityDeclHandler = reader.refuse_doctype
+    try:
+        parser.Parse(text, True)
+    except expat.ExpatError as error:
+        raise ApiError(HTTPStatus.BAD_REQUEST, "The body is not well-formed XML: %s." % error) from None
+    return reader.pairs
+
+
 MERGE_PATCH = "application/merge-patch+json"
-BODY_READERS = {"application/json": read_json_fields, MERGE_PATCH: read_json_fields}
+BODY_READERS = {"application/json": read_json_fields, MERGE_PATCH: read_json_fields,
+                "application/xml": read_xml_fields, "text/xml": read_xml_fields}
 
 
 def parse_content_type(value):
@@ -966,8 +1031,6 @@ class EdgeHandler(UsersHandler):
     """UsersHandler, strict about framing, with 100-continue, the Host check, the 408 and
     what the graceful stop needs to know: whether a request is under way."""
 
-    body_types = "application/json, application/xml or text/xml (and for PATCH " \
-                 "application/merge-patch+json)"
     default_request_version = "HTTP/1.0"  # an error before the version is read still gets
     # a status line: HTTP/0.9, whose answers have none, is refused here
     idle = True  # no request under way: a graceful stop may close the connection
@@ -1128,10 +1191,6 @@ class EdgeHandler(UsersHandler):
         else:
             super().leave_unread_body()
 
-    def body_reader(self, media_type):
-        """XML bodies too, read by expat with no DOCTYPE allowed (read_xml_fields)."""
-        return XML_BODY_READERS.get(media_type) or super().body_reader(media_type)
-
     def setup(self):
         """Set the idle timeout, and let the server see the connection for the graceful
         stop."""
@@ -1245,73 +1304,6 @@ def field_error(name, value):
     if FORBIDDEN_IN_VALUES.search(value):
         return ApiError(HTTPStatus.BAD_REQUEST, "The header %s is malformed or folded." % name)
     return None
-
-
-# -- XML bodies: the fields of a <user>, and no DOCTYPE -----------------------------------
-class NestedXmlElement:
-    """The value of an XML field element that has child elements: never a valid field."""
-
-    def __str__(self):
-        return "an element with child elements"
-
-
-class UserXmlReader:
-    """Collects (field, value) pairs from <user><name>..</name><email>..</email></user> as
-    expat parses. A DOCTYPE is refused the moment it starts, before any entity can be
-    declared or expanded (billion laughs, external entities)."""
-
-    def __init__(self):
-        self.pairs, self.depth, self.text, self.nested = [], 0, [], False
-
-    def start(self, tag, attributes):
-        """An element opens: the root must be <user>; its children are the fields."""
-        self.depth += 1
-        if self.depth == 1 and tag != "user":
-            raise ApiError(HTTPStatus.BAD_REQUEST,
-                           "The XML root element must be <user>, not <%s>." % tag)
-        if self.depth == 2:
-            self.text, self.nested = [], False
-        elif self.depth > 2:
-            self.nested = True
-
-    def end(self, tag):
-        """An element closes: a field's text becomes its value."""
-        if self.depth == 2:
-            value = NestedXmlElement() if self.nested else "".join(self.text)
-            if tag == "id" and isinstance(value, str) and USER_ID.fullmatch(value):
-                value = int(value)  # XML is all text: <id>7</id> spells the integer 7
-            self.pairs.append((tag, value))
-        self.depth -= 1
-
-    def characters(self, data):
-        """Text inside a field (expat may hand it over in several pieces)."""
-        if self.depth == 2:
-            self.text.append(data)
-
-    def refuse_doctype(self, *args):
-        """A DOCTYPE or entity declaration: refused before the parser reads on."""
-        raise ApiError(HTTPStatus.BAD_REQUEST,
-                       "XML with a DOCTYPE or entity declarations is not accepted.")
-
-
-def read_xml_fields(text):
-    """Parse a <user> document into (field, value) pairs; malformed XML is a 400."""
-    # expat, not xml.etree: on PyPy, xml.etree reads a DOCTYPE's entities before it says so
-    reader = UserXmlReader()  # it collects the fields and refuses a DOCTYPE
-    parser = expat.ParserCreate(encoding="utf-8")
-    parser.StartElementHandler = reader.start
-    parser.EndElementHandler = reader.end
-    parser.CharacterDataHandler = reader.characters
-    parser.StartDoctypeDeclHandler = reader.refuse_doctype
-    parser.EntityDeclHandler = reader.refuse_doctype
-    try:
-        parser.Parse(text, True)
-    except expat.ExpatError as error:
-        raise ApiError(HTTPStatus.BAD_REQUEST, "The body is not well-formed XML: %s." % error) from None
-    return reader.pairs
-
-
-XML_BODY_READERS = {"application/xml": read_xml_fields, "text/xml": read_xml_fields}
 
 
 # -- The Host check, against DNS rebinding -------------------------------------------------
@@ -2459,8 +2451,7 @@ def render_per_page(query, total, users, fmt):
         return json_bytes(dict(fields, data=[user_document(user) for user in users]))
     element = xml_element("page", **{name: "" if value is None else value
                                      for name, value in fields.items()})
-    ElementTree.SubElement(element, "data").extend(
-        xml_element("user", **user_document(user)) for user in users)
+    ElementTree.SubElement(element, "data").extend(user_element(user) for user in users)
     return xml_bytes(element)
 
 
