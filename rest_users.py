@@ -135,6 +135,11 @@ ROUTES = [
 ]
 
 
+def is_under(path, prefix):
+    """Whether a path is the prefix or under it: /users/1 is under /users, /usersX is not."""
+    return path == prefix or path.startswith(prefix + "/")
+
+
 def find_route(routes, path):
     """Return the route for a path and the arguments it captures (a user id); 404 if none."""
     for candidate in routes:
@@ -153,8 +158,6 @@ class UsersHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # persistent connections
     wbufsize = -1  # a response gathers in a buffer, flushed after each request: one write
     server_version = "rest_users/1.0"
-    routes = ROUTES  # an appendix adds a route by extending this list in a subclass
-    keyed_paths = ("/users",)  # these and the paths under them need the key, if there is one
     body_types = ("application/json, application/xml or text/xml (and for PATCH "
                   "application/merge-patch+json)")
     headers = None  # the request's header fields, once http.server has read them
@@ -180,7 +183,7 @@ class UsersHandler(BaseHTTPRequestHandler):
         """Check who asks, the path, the method and the format, in that order; then act."""
         path, _, self.query = self.path.partition("?")
         self.check_caller()
-        found, arguments = find_route(self.routes, path)
+        found, arguments = find_route(self.server.routes, path)
         if self.command == "OPTIONS":
             return self.answer_options(found)
         action = found.actions.get("GET" if self.command == "HEAD" else self.command)
@@ -195,7 +198,7 @@ class UsersHandler(BaseHTTPRequestHandler):
         """With a key, a /users request without it is a 401 (RFC 6750) before any other check."""
         key, path = self.server.api_key, self.path.partition("?")[0]
         if key is None or self.command == "OPTIONS" or not any(
-                path == keyed or path.startswith(keyed + "/") for keyed in self.keyed_paths):
+                is_under(path, keyed) for keyed in self.server.keyed_paths):
             return
         scheme, _, token = (self.headers.get("Authorization") or "").strip().partition(" ")
         if scheme.lower() != "bearer" or not token.strip() or " " in token.strip():
@@ -206,6 +209,16 @@ class UsersHandler(BaseHTTPRequestHandler):
         if not hmac.compare_digest(token.strip().encode("latin-1"), key.encode("utf-8")):
             raise ApiError(HTTPStatus.UNAUTHORIZED, "The Bearer token is not the key.", headers=[
                 ("WWW-Authenticate", 'Bearer realm="users", error="invalid_token"')])
+
+    @classmethod
+    def route_table(cls):
+        """The routes it answers: the core's; an appendix's subclass adds its own to them."""
+        return list(ROUTES)
+
+    @classmethod
+    def keyed_paths(cls):
+        """The paths that, with the paths under them, need the key when there is one."""
+        return ("/users",)
 
     # -- the routes ----------------------------------------------------------------------
 
@@ -996,6 +1009,8 @@ class UsersServer(ThreadingMixIn, HTTPServer):
 
     def __init__(self, address, store, *, api_key=None):
         self.store, self.api_key = store, api_key
+        self.routes, self.keyed_paths = (self.handler_class.route_table(),
+                                         self.handler_class.keyed_paths())
         super().__init__(address, self.handler_class)
 
     def server_close(self):
@@ -1867,12 +1882,7 @@ def headers_to_allow(asked):
 
 
 # -- A fake API: what front ends and test suites ask of one ------------------------------
-def under_users(path):
-    """Whether a path is /users or under it (/usersX is not)."""
-    return path == "/users" or path.startswith("/users/")
-
-
-USERS_TARGET = re.compile(r"/users(?:[/?]|$)")  # a target under_users: /users, /users/1?x
+USERS_TARGET = re.compile(r"/users(?:[/?]|$)")  # a target under /users: /users, /users/1?x
 
 
 ADMIN_ROUTES = [route("/__admin/reset", r"/__admin/reset", {"POST": "reset_users"}),
@@ -1884,8 +1894,15 @@ class FakeApiHandler(UsersHandler):
     """UsersHandler whose /users answers can come late (--delay) or fail (--fail-rate), with
     test controls under /__admin/: a reset, and the journal of /users requests."""
 
-    routes = ROUTES + ADMIN_ROUTES
-    keyed_paths = UsersHandler.keyed_paths + ("/__admin",)
+    @classmethod
+    def route_table(cls):
+        """The test controls' routes, besides the others."""
+        return super().route_table() + ADMIN_ROUTES
+
+    @classmethod
+    def keyed_paths(cls):
+        """The test controls need the key too."""
+        return super().keyed_paths() + ("/__admin",)
     body_received = b""  # this request's body, once read
 
     def check_caller(self):
@@ -2068,7 +2085,7 @@ EVERYONE_BY_ID = ListQuery(limit=1, offset=0, sort=("id",), filters=(), q=None)
 def fail_on_demand(rate, method, path):
     """With --fail-rate, answer that share of /users requests, chosen at random, with a 503
     before anything changes, so that a client's retries can be tried (RFC 9110 §15.6.4)."""
-    if not rate or method == "OPTIONS" or not under_users(path):
+    if not rate or method == "OPTIONS" or not is_under(path, "/users"):
         return
     if random.random() < rate:
         raise ApiError(HTTPStatus.SERVICE_UNAVAILABLE, "This failure was asked for: the server "
@@ -2470,7 +2487,10 @@ INDEX_ROUTE = route("/", r"/", {"GET": "get_index"})
 class ExplorerHandler(UsersHandler):
     """UsersHandler with GET /: an index of the API, or for a browser the explorer page."""
 
-    routes = ROUTES + [INDEX_ROUTE]
+    @classmethod
+    def route_table(cls):
+        """GET /, besides the other routes."""
+        return super().route_table() + [INDEX_ROUTE]
 
     def negotiate(self):
         """A browser's Accept may take neither JSON nor XML (text/html alone): at / it gets
@@ -2878,7 +2898,10 @@ OPENAPI_ROUTE = route("/openapi.json", r"/openapi\.json", {"GET": "get_openapi"}
 class OpenApiHandler(UsersHandler):
     """UsersHandler with GET /openapi.json, the OpenAPI description of the service."""
 
-    routes = ROUTES + [OPENAPI_ROUTE]
+    @classmethod
+    def route_table(cls):
+        """GET /openapi.json, besides the other routes."""
+        return super().route_table() + [OPENAPI_ROUTE]
 
     def get_openapi(self):
         """GET /openapi.json: the document, which says whether the API key is needed."""
@@ -3552,8 +3575,6 @@ DEFAULT_PORT = 8000
 class PlainHandler(TeachingHandler, ExplorerHandler, OpenApiHandler, FakeApiHandler,
                    DialectHandler, CorsHandler, EdgeHandler):
     """The core's handler with Appendices A to E."""
-
-    routes = ROUTES + ADMIN_ROUTES + [INDEX_ROUTE, OPENAPI_ROUTE]
 
 
 class DefaultHandler(FastHandler, PlainHandler):
