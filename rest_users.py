@@ -313,13 +313,14 @@ class UsersHandler(BaseHTTPRequestHandler):
         return body
 
     def content_length(self):
-        """The Content-Length as an integer (0 when absent); 400 when it is not digits."""
-        value = self.headers.get("Content-Length", "0").strip()
-        if not DIGITS.fullmatch(value):
-            self.close_connection = True  # RFC 9112 §6.3: the framing cannot be trusted
+        """The Content-Length as an integer (0 when absent); 400 unless it is digits, with
+        only spaces or tabs around them, and given once or always the same (RFC 9112 §6.3)."""
+        values = {value.strip(" \t") for value in self.headers.get_all("Content-Length", ["0"])}
+        if len(values) != 1 or not DIGITS.fullmatch(next(iter(values))):
+            self.close_connection = True  # the framing cannot be trusted
             raise ApiError(HTTPStatus.BAD_REQUEST,
                            "Content-Length must be one whole number of bytes.")
-        return int(value)
+        return int(values.pop())
 
     def before_reading_body(self, length):
         """Nothing to do here (the edge refuses a large body, and sends 100 Continue)."""
@@ -1173,8 +1174,7 @@ class EdgeHandler(UsersHandler):
             self.wfile.flush()
 
     def content_length(self):
-        """Also a 400 for Content-Length beside Transfer-Encoding (RFC 9112 §6.1), given
-        twice with different values, or with white space other than spaces and tabs; a
+        """Also a 400 for Content-Length beside Transfer-Encoding (RFC 9112 §6.1), and a
         411 for a chunked body, which http.server cannot read."""
         if "Transfer-Encoding" in self.headers:
             self.close_connection = True  # the chunks would be read as the next request
@@ -1183,11 +1183,6 @@ class EdgeHandler(UsersHandler):
                                "Content-Length and Transfer-Encoding (RFC 9112 §6.1).")
             raise ApiError(HTTPStatus.LENGTH_REQUIRED, "Chunked bodies are not accepted; "
                            "send the body with a Content-Length.")
-        values = {value.strip(" \t") for value in self.headers.get_all("Content-Length", ["0"])}
-        if len(values) != 1 or not DIGITS.fullmatch(values.pop()):
-            self.close_connection = True  # RFC 9112 §6.3: the framing cannot be trusted
-            raise ApiError(HTTPStatus.BAD_REQUEST,
-                           "Content-Length must be one whole number of bytes.")
         return super().content_length()
 
     def leave_unread_body(self):
@@ -1418,7 +1413,8 @@ class TeachingHandler(UsersHandler):
     def delete_user(self, user_id):
         """A client that sends Prefer: return=minimal gets 204 without the user it deleted
         (RFC 7240 §4.2), and says so in Preference-Applied."""
-        if "return=minimal" not in self.headers.get("Prefer", "").replace(" ", "").lower():
+        wanted = preferences(self.headers.get_all("Prefer", [])).get("return", "")
+        if wanted.lower() != "minimal":
             return super().delete_user(user_id)
         self.store.delete(user_id, self.check_if_match)
         self.respond(HTTPStatus.NO_CONTENT, headers=[("Preference-Applied", "return=minimal")])
@@ -1516,6 +1512,20 @@ class ProblemOnlyStore:
         _, users = self.store.list(ListQuery(1, 0, ("id",), [Filter("email", "eq", [email])], None))
         if users and users[0].id != user_id:
             raise EmailTaken(email)
+
+
+def preferences(fields):
+    """The preferences of Prefer header fields as {name in lower case: value}, the first of
+    each name winning, a quoted value unquoted, parameters after ";" left out (RFC 7240 §2)."""
+    found = {}
+    for field in fields:
+        for preference in field.split(","):
+            name, _, value = preference.partition(";")[0].partition("=")
+            value = value.strip()
+            if len(value) > 1 and value[0] == value[-1] == '"':
+                value = value[1:-1]  # a quoted-string (RFC 9110 §5.6.4): the same preference
+            found.setdefault(name.strip().lower(), value)
+    return found
 
 
 def problem_only_format(accept):

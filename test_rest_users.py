@@ -796,7 +796,9 @@ def test_delete_in_xml_answers_the_user_in_xml(server):
         user["id"], user["name"], user["email"])
 
 
-@pytest.mark.parametrize("prefer", ["return=minimal", "Return=Minimal", "handling=lenient, return=minimal"])
+@pytest.mark.parametrize("prefer", ["return=minimal", "Return=Minimal", "handling=lenient, return=minimal",
+                                    'return="minimal"', 'RETURN = "minimal"; x=1',
+                                    'respond-async, wait=5, return=minimal'])
 def test_delete_with_prefer_return_minimal_is_204_without_body(server, prefer):
     user = create(server)
     reply = call(server, "DELETE", "/users/%d" % user["id"], headers={"Prefer": prefer})
@@ -805,6 +807,24 @@ def test_delete_with_prefer_return_minimal_is_204_without_body(server, prefer):
     assert reply.headers["Preference-Applied"] == "return=minimal"
     assert "Content-Length" not in reply.headers
     assert_problem(call(server, "GET", "/users/%d" % user["id"]), 404)
+
+
+def test_prefer_in_a_second_header_field_is_read_too(server):
+    user = create(server)
+    reply = raw(server, b"DELETE /users/%d HTTP/1.1\r\nHost: localhost\r\nPrefer: handling=lenient"
+                        b"\r\nPrefer: return=minimal\r\nConnection: close\r\n\r\n" % user["id"])
+    assert reply.startswith(b"HTTP/1.1 204 No Content\r\n")
+    assert b"\r\nPreference-Applied: return=minimal\r\n" in reply and reply.endswith(b"\r\n\r\n")
+
+
+@pytest.mark.parametrize("prefer", ["return=representation", "return=minimalist", "noreturn=minimal",
+                                    '"return=minimal"', "handling=return=minimal"])
+def test_delete_with_another_preference_answers_the_user(server, prefer):
+    user = create(server)
+    reply = call(server, "DELETE", "/users/%d" % user["id"], headers={"Prefer": prefer})
+    assert reply.status == 200
+    assert reply.json() == user
+    assert "Preference-Applied" not in reply.headers
 
 
 @pytest.mark.parametrize("path", ["/users", "/users/1", "/"])
