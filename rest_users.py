@@ -2562,6 +2562,9 @@ EXPLORER_SCRIPT = r"""
 "use strict";
 const byId = (id) => document.getElementById(id);
 const settings = { apiKey: "", format: "json" };  // the key lives only in this variable
+// A user's fields, in order, from the form's inputs: the page's HTML names them (from the
+// server's FIELDS), so this script, and so its hash in the policy, is the same for any fields.
+const FIELD_NAMES = Array.from(document.querySelectorAll("[data-field]"), (input) => input.dataset.field);
 
 const NOTES = {
   POST: "POST asks the collection to create a member: 201 Created, and Location says where it is.",
@@ -2600,8 +2603,8 @@ function readUsers(text, contentType) {
   }
   const doc = new DOMParser().parseFromString(text, "application/xml");
   const field = (user, name) => (user.getElementsByTagName(name)[0] || {}).textContent;
-  return Array.from(doc.getElementsByTagName("user"), (user) => (
-    { id: Number(field(user, "id")), name: field(user, "name"), email: field(user, "email") }));
+  return Array.from(doc.getElementsByTagName("user"), (user) => Object.fromEntries(
+    ["id", ...FIELD_NAMES].map((name) => [name, field(user, name)])));
 }
 
 function element(tag, text, className) {
@@ -2674,7 +2677,8 @@ async function exchange(method, path, options = {}) {
 
 async function listUsers(path, quiet, tourStep) {
   const query = new URLSearchParams();
-  for (const [name, id] of [["sort", "sort"], ["name", "filter-name"], ["email", "filter-email"], ["q", "search"], ["limit", "limit"]]) {
+  const filters = FIELD_NAMES.map((name) => [name, "filter-" + name]);
+  for (const [name, id] of [["sort", "sort"], ...filters, ["q", "search"], ["limit", "limit"]]) {
     if (byId(id).value) query.set(name, byId(id).value);
   }
   const { response, text } = await exchange("GET", path || "/users?" + query, { note: "GET /users lists a page of users.", quiet, tourStep });
@@ -2686,7 +2690,7 @@ async function listUsers(path, quiet, tourStep) {
   byId("total").textContent = total + (total === "1" ? " user matches" : " users match") + " (X-Total-Count).";
   for (const user of readUsers(text, response.headers.get("Content-Type"))) {
     const row = element("tr");
-    row.append(element("td", String(user.id)), element("td", user.name), element("td", user.email));
+    row.append(element("td", String(user.id)), ...FIELD_NAMES.map((name) => element("td", user[name])));
     const actions = element("td");
     const edit = element("button", "Edit");
     edit.type = "button";
@@ -2705,11 +2709,11 @@ async function listUsers(path, quiet, tourStep) {
   }
 }
 
-function formFields(onlyFilled) {
+function formFields(onlyFilled) {  // an empty optional field is left out: none in POST and PUT, unchanged in PATCH
   const fields = {};
-  for (const name of ["name", "email"]) {
-    const value = byId("user-" + name).value;
-    if (!onlyFilled || value) fields[name] = value;
+  for (const name of FIELD_NAMES) {
+    const input = byId("user-" + name);
+    if (input.value || (input.required && !onlyFilled)) fields[name] = input.value;
   }
   return fields;
 }
@@ -2723,9 +2727,10 @@ async function openUser(id) {
   if (!response.ok) return;
   const [user] = readUsers(text, response.headers.get("Content-Type"));
   opened = { id: String(user.id), tag: response.headers.get("ETag"), format: settings.format };
-  byId("user-id").value = user.id; byId("user-name").value = user.name; byId("user-email").value = user.email;
+  byId("user-id").value = user.id;
+  for (const name of FIELD_NAMES) byId("user-" + name).value = user[name] ?? "";  // none: null, or no element
   sayAtId("User " + user.id + " is open at ETag " + opened.tag + ".");
-  byId("user-name").focus();
+  byId("user-" + FIELD_NAMES[0]).focus();
 }
 
 function explainStale(item) {  // a 412: what happened, and a way on
@@ -2836,17 +2841,14 @@ headers and body of the answer. The API is described in <a href="/openapi.json">
 <h2 id="list-title">Users</h2>
 <form id="list-form" class="grid">
 <div><label for="sort">Sort by</label><select id="sort">
-<option value="id">id</option><option value="-id">id, descending</option>
-<option value="name">name</option><option value="-name">name, descending</option>
-<option value="email">email</option><option value="-email">email, descending</option></select></div>
-<div><label for="filter-name">Name is exactly</label><input id="filter-name"></div>
-<div><label for="filter-email">Email is</label><input id="filter-email"></div>
-<div><label for="search">Search (q)</label><input id="search" type="search" placeholder="text in a name or email"></div>
+{sort_options}</select></div>
+{filters}
+<div><label for="search">Search (q)</label><input id="search" type="search" placeholder="{search_hint}"></div>
 <div><label for="limit">Users per page</label><input id="limit" type="number" min="1" max="1000" value="10"></div>
 <div class="buttons"><button type="submit">List users</button></div>
 </form>
 <p id="total" aria-live="polite"></p>
-<table><thead><tr><th scope="col">id</th><th scope="col">name</th><th scope="col">email</th><th scope="col">action</th></tr></thead>
+<table><thead><tr><th scope="col">id</th>{columns}<th scope="col">action</th></tr></thead>
 <tbody id="rows"></tbody></table>
 <nav id="pages" class="buttons" aria-label="Pages (from the Link header)"></nav>
 </section>
@@ -2855,8 +2857,7 @@ headers and body of the answer. The API is described in <a href="/openapi.json">
 <div class="grid">
 <div><label for="user-id">id (for PUT, PATCH, DELETE)</label><input id="user-id" inputmode="numeric" aria-describedby="user-id-note">
 <p id="user-id-note" class="hint" aria-live="polite"></p></div>
-<div><label for="user-name">name</label><input id="user-name"></div>
-<div><label for="user-email">email</label><input id="user-email"></div>
+{user_inputs}
 </div>
 <div class="buttons">
 <button id="open-user" type="button">Open for editing (GET)</button>
@@ -2882,8 +2883,44 @@ def csp_source(text):
     return "'sha256-%s'" % base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode()
 
 
-EXPLORER_TEMPLATE = EXPLORER_PAGE.replace("{style}", EXPLORER_STYLE).replace(
-    "{script}", EXPLORER_SCRIPT)
+def sort_option(key):
+    """The sort <select>'s option for one of the core's sort keys: "name", or "-name"."""
+    words = key.lstrip("-") + (", descending" if key.startswith("-") else "")
+    return '<option value="%s">%s</option>' % (key, words)
+
+
+def filter_input(field):
+    """The list's labelled filter for a field, which says whether it compares letter case."""
+    return ('<div><label for="filter-{0}">{1} is{2}</label><input id="filter-{0}"></div>'
+            .format(field.name, field.name.capitalize(), "" if field.ignores_case else " exactly"))
+
+
+def user_input(field):
+    """The form's labelled input for a field; the script finds the fields by data-field."""
+    optional, required = ("", " required") if field.required else (" (optional)", "")
+    return ('<div><label for="user-{0}">{0}{1}</label>'
+            '<input id="user-{0}" data-field="{0}"{2}></div>'.format(field.name, optional, required))
+
+
+def explorer_template():
+    """The page with the parts that name the fields built from FIELDS (a field's name is an
+    identifier, so it needs no escaping), and the style and script; only {kept_in} is left."""
+    searched = " or ".join(field.name for field in FIELDS if field.searched)
+    parts = (
+        ("sort_options", "".join(map(sort_option, SORT_KEYS))),
+        ("filters", "\n".join(map(filter_input, FIELDS))),
+        ("search_hint", "text in a " + searched),
+        ("columns", "".join('<th scope="col">%s</th>' % name for name in FIELD_NAMES)),
+        ("user_inputs", "\n".join(map(user_input, FIELDS))),
+        ("style", EXPLORER_STYLE), ("script", EXPLORER_SCRIPT),  # last: their braces stay
+    )
+    page = EXPLORER_PAGE
+    for name, text in parts:
+        page = page.replace("{%s}" % name, text)
+    return page
+
+
+EXPLORER_TEMPLATE = explorer_template()
 
 
 def explorer_page(kept_in):

@@ -3634,6 +3634,92 @@ def test_user_data_is_shown_as_text_in_a_browser(browser):
     assert "<img" not in dom
 
 
+CHECK_PHONE = '''
+def check_phone(value):
+    """Say what is wrong with a phone number, or return None."""
+    problem = check_text(value)
+    if problem is None and len(value) > 30:
+        problem = "must be at most 30 characters long"
+    return problem
+
+
+'''
+PHONE_FIELD = ('    Field("phone", check_phone, required=False, ignores_case=False, searched=False,\n'
+               '          schema={"type": "string", "maxLength": 30}, example="+44 20 7946 0958"),\n')
+
+
+@pytest.fixture(scope="module")
+def phone_users(tmp_path_factory):
+    """rest_users.py as a learner changes it: an optional phone added to FIELDS, nothing else."""
+    with open(os.path.join(HERE, "rest_users.py"), encoding="utf-8") as file:
+        source = file.read()
+    start = source.index("\nFIELDS = (\n") + 1
+    end = source.index("\n)\n", start) + 1  # the table's closing parenthesis
+    source = source[:start] + CHECK_PHONE + source[start:end] + PHONE_FIELD + source[end:]
+    return module_from_source(tmp_path_factory.mktemp("phone"), "phone_users", source)
+
+
+@pytest.fixture
+def phone_server(phone_users):
+    """The learner's copy, serving on a free port; plain, as Appendix F's one-user renderings
+    (user_json, user_xml) still name only the name and the email."""
+    running = phone_users.make_server("127.0.0.1", 0, quiet=True, plain=True)
+    threading.Thread(target=running.serve_forever, args=(0.01,), daemon=True).start()
+    yield running
+    stop_server(running)
+
+
+def test_a_field_added_to_the_table_shows_in_the_explorer(phone_server, phone_users):
+    assert phone_users.FIELD_NAMES == ("name", "email", "phone")
+    reply = call(phone_server, "GET", "/", headers={"Accept": "text/html"})
+    page = reply.text()
+    for label, control in (("user-phone", "input"), ("filter-phone", "input"), ("sort", "select")):
+        assert '<label for="%s">' % label in page and '<%s id="%s"' % (control, label) in page
+    assert '<th scope="col">email</th><th scope="col">phone</th><th scope="col">action</th>' in page
+    assert '<option value="phone">' in page and '<option value="-phone">' in page
+    assert '<input id="user-name" data-field="name" required>' in page
+    assert '<input id="user-phone" data-field="phone">' in page  # optional: not required
+    # the fields are in the page's HTML, not in its script: the policy's hashes do not change
+    assert reply.headers["Content-Security-Policy"] == rest_users.EXPLORER_CSP
+
+
+def test_the_explorer_sends_and_lists_a_field_added_to_the_table(browser, phone_server):
+    base = "http://127.0.0.1:%d" % phone_server.server_address[1]
+    browser.open(base + "/")
+    browser.wait_for("document.getElementById('total').textContent !== ''")
+    fill = ("document.getElementById('user-name').value = %s;"
+            "document.getElementById('user-email').value = %s;"
+            "document.getElementById('user-phone').value = %s;"
+            "document.getElementById('send-POST').click()")
+    browser.run(fill % ('"Ada"', '"ada@example.com"', '"+44 20 7946 0958"'))
+    browser.wait_for("document.querySelector('#rows td:nth-child(4)')?.textContent"
+                     " === '+44 20 7946 0958'")
+    browser.run("document.querySelector('input[name=format][value=xml]').click()")
+    browser.run(fill % ('"Bob"', '"bob@example.com"', '""'))  # an empty optional field...
+    browser.wait_for("document.querySelectorAll('#rows tr').length === 2")
+    posts = browser.run("[...document.querySelectorAll('#exchanges > li > pre:first-of-type')]"
+                        ".map(pre => pre.textContent).filter(text => text.startsWith('POST'))")
+    assert posts[0].endswith('{"name":"Ada","email":"ada@example.com","phone":"+44 20 7946 0958"}')
+    assert posts[1].endswith(  # ...is left out
+        "<user><name>Bob</name><email>bob@example.com</email></user>")
+    assert call(phone_server, "GET", "/users/2").json()["phone"] is None
+    cells = browser.run("[...document.querySelectorAll('#rows td')].map(cell => cell.textContent)")
+    assert cells == ["1", "Ada", "ada@example.com", "+44 20 7946 0958", "Edit",
+                     "2", "Bob", "bob@example.com", "", "Edit"]
+    browser.run("document.querySelector('#rows button').click()")  # Edit Ada, read as XML
+    browser.wait_for("document.getElementById('user-phone').value === '+44 20 7946 0958'")
+    browser.run("document.getElementById('filter-phone').value = '+44 20 7946 0958';"
+                "document.getElementById('sort').value = '-phone';"
+                "document.querySelector('#list-form button[type=submit]').click()")
+    browser.wait_for("document.querySelectorAll('#rows tr').length === 1")
+    assert browser.run(LAST_EXCHANGE + ".querySelector('pre').textContent").startswith(
+        "GET /users?sort=-phone&phone=%2B44+20+7946+0958&limit=10 HTTP/1.1")
+    browser.run("document.getElementById('user-phone').value = '';"
+                "document.getElementById('send-PUT').click()")  # a PUT without the phone...
+    browser.wait_for("document.querySelectorAll('#rows tr').length === 0")  # (the filter's)
+    assert call(phone_server, "GET", "/users/1").json()["phone"] is None  # ...removes it
+
+
 # -- the OpenAPI description ---------------------------------------------------------------
 
 def openapi(server):
