@@ -3634,36 +3634,177 @@ def test_user_data_is_shown_as_text_in_a_browser(browser):
     assert "<img" not in dom
 
 
-CHECK_PHONE = '''
+# A learner adds an optional phone to the user: its check, its row in FIELDS and a fake
+# value. Those three edits, 11 lines, are all it takes (test_adding_a_field_takes_11_lines).
+PHONE_CHANGE = [  # (what the file says, what the learner makes it say)
+    ("\nField = namedtuple(", """
+PHONE = re.compile(r"[0-9 ()+-]{1,30}")
+
+
 def check_phone(value):
-    """Say what is wrong with a phone number, or return None."""
-    problem = check_text(value)
-    if problem is None and len(value) > 30:
-        problem = "must be at most 30 characters long"
-    return problem
+    \"\"\"Say what is wrong with a phone number, or return None.\"\"\"
+    if check_text(value) or not PHONE.fullmatch(value):
+        return "must be at most 30 of digits, spaces and + - ( )"
+    return None
+
+Field = namedtuple("""),
+    ('          example="ada@example.com"),\n',
+     '          example="ada@example.com"),\n'
+     '    Field("phone", check_phone, required=False, ignores_case=False, searched=False,\n'
+     '          schema={"type": "string", "maxLength": 30}, example="+44 20 7946 0958"),\n'),
+    ('{"name": given + middle + family, "email": email}',
+     '{"name": given + middle + family, "email": email, "phone": "+1 555 %04d" % user_id}'),
+]
 
 
-'''
-PHONE_FIELD = ('    Field("phone", check_phone, required=False, ignores_case=False, searched=False,\n'
-               '          schema={"type": "string", "maxLength": 30}, example="+44 20 7946 0958"),\n')
+def changed_source(changes):
+    """rest_users.py with a learner's changes, each made where the file says it once."""
+    with open(os.path.join(HERE, "rest_users.py"), encoding="utf-8") as file:
+        source = file.read()
+    for said, changed in changes:
+        assert source.count(said) == 1, said
+        source = source.replace(said, changed)
+    return source
+
+
+def test_adding_a_field_takes_11_lines():
+    added = sum(changed.count("\n") - said.count("\n") for said, changed in PHONE_CHANGE)
+    assert (added, len(PHONE_CHANGE)) == (11, 3)  # lines added, places changed
 
 
 @pytest.fixture(scope="module")
 def phone_users(tmp_path_factory):
-    """rest_users.py as a learner changes it: an optional phone added to FIELDS, nothing else."""
-    with open(os.path.join(HERE, "rest_users.py"), encoding="utf-8") as file:
-        source = file.read()
-    start = source.index("\nFIELDS = (\n") + 1
-    end = source.index("\n)\n", start) + 1  # the table's closing parenthesis
-    source = source[:start] + CHECK_PHONE + source[start:end] + PHONE_FIELD + source[end:]
-    return module_from_source(tmp_path_factory.mktemp("phone"), "phone_users", source)
+    """rest_users.py as a learner changes it: an optional phone added, nothing else."""
+    return module_from_source(tmp_path_factory.mktemp("phone"), "phone_users",
+                              changed_source(PHONE_CHANGE))
+
+
+def serving(module, **options):
+    """A server of a learner's module on a free port, serving in a thread."""
+    running = module.make_server("127.0.0.1", 0, quiet=True, **options)
+    threading.Thread(target=running.serve_forever, args=(0.01,), daemon=True).start()
+    return running
+
+
+PHONE = "+44 (20) 7946-0958"
+ADA_WITH_PHONE = {"name": "Ada", "email": "ada@example.com", "phone": PHONE}
+
+
+@pytest.mark.parametrize("plain", [False, True])
+def test_a_field_added_to_the_table_is_read_written_and_listed(phone_users, plain):
+    running = serving(phone_users, plain=plain)
+    try:
+        reply = call(running, "POST", "/users", ADA_WITH_PHONE)
+        assert (reply.status, reply.json()) == (201, dict(ADA_WITH_PHONE, id=1))
+        assert call(running, "GET", "/users/1").body == (
+            b'{"id": 1, "name": "Ada", "email": "ada@example.com", "phone": "+44 (20) 7946-0958"}')
+        assert call(running, "GET", "/users/1", headers={"Accept": "application/xml"}).body == (
+            b"<user><id>1</id><name>Ada</name><email>ada@example.com</email>"
+            b"<phone>+44 (20) 7946-0958</phone></user>")
+        xml = b"<user><name>Bob</name><email>bob@example.com</email><phone>0</phone></user>"
+        reply = call(running, "POST", "/users", xml, {"Content-Type": "application/xml"})
+        assert (reply.status, reply.json()["phone"]) == (201, "0")
+        reply = call(running, "PATCH", "/users/2", {"phone": None})  # a merge patch removes it
+        assert reply.json() == {"id": 2, "name": "Bob", "email": "bob@example.com", "phone": None}
+        assert call(running, "GET", "/users/2", headers={"Accept": "application/xml"}).body == (
+            b"<user><id>2</id><name>Bob</name><email>bob@example.com</email></user>")
+        assert assert_problem(call(running, "PATCH", "/users/2", {"phone": "call me"}), 422)[
+            "errors"] == [{"field": "phone", "message": "must be at most 30 of digits, spaces "
+                                                        "and + - ( )"}]
+        reply = call(running, "GET", "/users?phone=" + quote(PHONE) + "&sort=-phone")
+        assert (reply.json(), reply.headers["X-Total-Count"]) == ([dict(ADA_WITH_PHONE, id=1)], "1")
+        assert [user["id"] for user in call(running, "GET", "/users?sort=phone").json()] == [2, 1]
+    finally:
+        stop_server(running)
+
+
+def test_a_field_added_to_the_table_has_fake_values(phone_users):
+    running = serving(phone_users, fake_users=2)
+    try:
+        assert [user["phone"] for user in call(running, "GET", "/users").json()] == [
+            "+1 555 0001", "+1 555 0002"]
+    finally:
+        stop_server(running)
+
+
+def test_a_field_added_to_the_table_gains_its_column_in_an_older_db_file(phone_users, tmp_path):
+    path = str(tmp_path / "users.db")
+    running = rest_users.make_server("127.0.0.1", 0, quiet=True, db=path,
+                                     users=[{"name": "Ada", "email": "ada@example.com"}])
+    running.server_close()  # a file of the release before the field, with one user
+    running = serving(phone_users, db=path)
+    try:
+        assert call(running, "GET", "/users/1").json() == {
+            "id": 1, "name": "Ada", "email": "ada@example.com", "phone": None}
+        reply = call(running, "PATCH", "/users/1", {"phone": PHONE})
+        assert (reply.status, reply.headers["ETag"]) == (200, '"2-json"')
+        assert call(running, "GET", "/users?phone=" + quote(PHONE)).json() == [
+            dict(ADA_WITH_PHONE, id=1)]
+    finally:
+        stop_server(running)
+    db = sqlite3.connect(path)
+    assert db.execute("SELECT id, name, email, phone, version FROM users").fetchall() == [
+        (1, "Ada", "ada@example.com", PHONE, 2)]
+    db.close()
+
+
+def test_a_field_added_to_the_table_is_in_the_api_description(phone_users):
+    running = serving(phone_users)
+    try:
+        schemas = call(running, "GET", "/openapi.json").json()["components"]["schemas"]
+        parameters = call(running, "GET", "/openapi.json").json()["paths"]["/users"]["get"][
+            "parameters"]
+    finally:
+        stop_server(running)
+    assert list(schemas["User"]["properties"]) == ["id", "name", "email", "phone"]
+    assert schemas["User"]["required"] == ["id", "name", "email"]
+    assert "phone" in schemas["NewUser"]["properties"] and "phone" in schemas["UserPatch"][
+        "properties"]
+    assert "phone" in [parameter.get("name") for parameter in parameters]
+
+
+# A learner changes one decision of the core in each place it is made, once
+CORE_DECISIONS = [  # (what the core says, what the learner makes it say)
+    ('    return {name: getattr(user, name) for name in ("id",) + FIELD_NAMES}',  # JSON shape
+     '    return dict({name: getattr(user, name) for name in ("id",) + FIELD_NAMES}, kind="user")'),
+    ('    return xml_element("user", **user_document(user))',  # the XML element
+     '    return xml_element("person", **user_document(user))'),
+    ("        return value in values",  # a rule of the list's filter: names in any case
+     "        return str(value).casefold() in [str(each).casefold() for each in values]"),
+    ("    if json_q > 0 and (json_q >= xml_q or browser):",  # a tie goes to XML
+     "    if json_q > 0 and (json_q > xml_q or browser):"),
+    ('"There is no user with id %d."', '"No user has the id %d."'),  # a problem's detail
+    ('"Date: " + self.date_time_string()]',  # a header on every response
+     '"Date: " + self.date_time_string(), "X-Learner: was here"]'),
+    ("json.JSONEncoder(ensure_ascii=False)", "json.JSONEncoder(ensure_ascii=True)"),
+]
+
+
+@pytest.mark.parametrize("plain", [False, True])
+def test_a_decision_changed_in_the_core_shows_in_every_server(tmp_path, plain):
+    module = module_from_source(tmp_path, "decided_users", changed_source(CORE_DECISIONS))
+    running = serving(module, plain=plain, users=[{"name": "Zoë", "email": "zoe@example.com"}])
+    try:
+        for _ in range(2):  # answered, then as the default server keeps it
+            reply = call(running, "GET", "/users/1")
+            assert reply.body == (
+                b'{"id": 1, "name": "Zo\\u00eb", "email": "zoe@example.com", "kind": "user"}')
+            assert reply.headers["X-Learner"] == "was here"
+            reply = call(running, "GET", "/users?name=ZO%C3%8B",
+                         headers={"Accept": "application/json, application/xml"})
+            assert reply.body == (b"<users><person><id>1</id><name>Zo\xc3\xab</name><email>"
+                                  b"zoe@example.com</email><kind>user</kind></person></users>")
+            reply = call(running, "GET", "/users/9")
+            assert assert_problem(reply, 404)["detail"] == "No user has the id 9."
+            assert reply.headers["X-Learner"] == "was here"
+    finally:
+        stop_server(running)
 
 
 @pytest.fixture
 def phone_server(phone_users):
-    """The learner's copy, serving on a free port; plain, as Appendix F's one-user renderings
-    (user_json, user_xml) still name only the name and the email."""
-    running = phone_users.make_server("127.0.0.1", 0, quiet=True, plain=True)
+    """The learner's copy, serving on a free port: the default server, every appendix in."""
+    running = phone_users.make_server("127.0.0.1", 0, quiet=True)
     threading.Thread(target=running.serve_forever, args=(0.01,), daemon=True).start()
     yield running
     stop_server(running)
