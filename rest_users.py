@@ -161,11 +161,12 @@ class UsersHandler(BaseHTTPRequestHandler):
     body_types = ("application/json, application/xml or text/xml (and for PATCH "
                   "application/merge-patch+json)")
     headers = None  # the request's header fields, once http.server has read them
+    store = None  # the store this request reads and writes: the server's
     body_read = False  # whether this request's body has been read
 
     def handle_api_request(self):
         """Answer the request; any error becomes a problem response here."""
-        self.body_read = False
+        self.body_read, self.store = False, self.server.store
         try:
             self.route_request()
         except ApiError as error:
@@ -418,8 +419,7 @@ class UsersHandler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     def setup(self):
-        """Take the server's store, and send each write at once."""
-        self.store = self.server.store
+        """Send each write at once."""
         super().setup()
         # Nagle's algorithm would hold a large response's second write for a delayed ACK, 40 ms
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -1129,8 +1129,8 @@ class EdgeHandler(UsersHandler):
         if not super().parse_request():
             return False  # http.server has answered, or the client is done
         self.path = words[1]  # as sent: http.server makes //users /users
-        error = header_error(self.headers) or host_error(self.request_version, self.headers)
-        return self.refuse_head(error) if error else True
+        error = header_error(self.headers)
+        return self.refuse_head(error) if error else self.check_head()
 
     def refuse_head(self, error):
         """Answer an error in a request's head and close the connection, as what follows
@@ -1139,18 +1139,18 @@ class EdgeHandler(UsersHandler):
         self.send_problem(error)
         return False
 
-    def route_request(self):
-        """Route an absolute-form target, http://host/users, as its path and query, its host
-        standing in for Host (RFC 9112 §3.2.2)."""
-        self.authority, self.path = split_target(self.path)
-        super().route_request()
-
-    def check_caller(self):
-        """The Host check comes first: a name this server does not answer for is a 421."""
-        host = self.authority or self.headers.get("Host")
-        if host is not None and not self.serves_host(host):
-            raise misdirected(host)
-        super().check_caller()
+    def check_head(self):
+        """Check a head whose fields are read: one Host (RFC 9112 §3.2), then the name it or an
+        absolute-form target gives, which must be one this server answers for (421); an
+        absolute-form target, http://host/users, is routed as its path and query (RFC 9112
+        §3.2.2). True, or False once the refusal is sent."""
+        error = host_error(self.request_version, self.headers)
+        if error is None:
+            self.authority, self.path = split_target(self.path)
+            host = self.authority or self.headers.get("Host")
+            if host is not None and not self.serves_host(host):
+                error = misdirected(host)
+        return self.refuse_head(error) if error else True
 
     def serves_host(self, host):
         """Whether this server answers for a Host value."""
@@ -1403,13 +1403,6 @@ class TeachingHandler(UsersHandler):
     answer when asked to, and which answers a client that takes only problem details
     (Accept: application/problem+json) in that type."""
 
-    problem_only = False  # whether this request's client takes only problem details
-
-    def route_request(self):
-        """Each request decides anew whether its client takes only problem details."""
-        self.problem_only, self.store = False, self.server.store
-        super().route_request()
-
     def delete_user(self, user_id):
         """A client that sends Prefer: return=minimal gets 204 without the user it deleted
         (RFC 7240 §4.2), and says so in Preference-Applied."""
@@ -1443,7 +1436,6 @@ class TeachingHandler(UsersHandler):
             fmt = problem_only_format(self.headers.get("Accept", ""))
             if fmt is None:
                 raise
-            self.problem_only = True
             self.store = ProblemOnlyStore(self.server.store)
             return fmt
 
@@ -1454,7 +1446,7 @@ class TeachingHandler(UsersHandler):
 
     def respond(self, status, body=b"", content_type=None, headers=()):
         """A read that would succeed for a problem-only client is a 406 instead."""
-        if self.problem_only and status < 400:
+        if isinstance(self.store, ProblemOnlyStore) and status < 400:  # a problem-only client
             raise refused_success()
         super().respond(status, body, content_type, headers)
 
@@ -2502,19 +2494,17 @@ class ExplorerHandler(UsersHandler):
         """GET /, besides the other routes."""
         return super().route_table() + [INDEX_ROUTE]
 
-    def negotiate(self):
-        """A browser's Accept may take neither JSON nor XML (text/html alone): at / it gets
-        the explorer page all the same."""
-        if self.path.partition("?")[0] == "/" and prefers_html(self.headers.get("Accept")):
-            return JSON  # the index's format, should the page not be what is sent
-        return super().negotiate()
-
-    def get_index(self):
-        """GET /: where to find things; a browser, which ranks text/html first, gets the
-        explorer, a page that says where this server keeps its users."""
-        if prefers_html(self.headers.get("Accept")):
+    def route_request(self):
+        """A browser, which ranks text/html first, gets the explorer at GET /, a page that
+        says where this server keeps its users, whatever else its Accept takes."""
+        if (self.command in ("GET", "HEAD") and self.path.partition("?")[0] == "/"
+                and prefers_html(self.headers.get("Accept"))):
             return self.respond(HTTPStatus.OK, explorer_page(self.store.kept_in),
                                 "text/html; charset=utf-8", EXPLORER_HEADERS)
+        super().route_request()
+
+    def get_index(self):
+        """GET /: where to find things, for a client of the API."""
         self.respond(HTTPStatus.OK, render_index(self.format), self.format.content_type)
 
 
@@ -3369,10 +3359,10 @@ class FastHandler(EdgeHandler):
                 self.headers = read_header_fields(self.rfile)
             except ApiError as found:
                 error = found
-        if error is None:
-            self.keep_connection_as_asked()
-            error = host_error(self.request_version, self.headers)
-        return self.refuse_head(error) if error else True
+        if error is not None:
+            return self.refuse_head(error)
+        self.keep_connection_as_asked()
+        return self.check_head()
 
     def keep_connection_as_asked(self):
         """Keep the connection open or not, as http.server would, and note 100-continue."""
