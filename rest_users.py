@@ -2927,6 +2927,12 @@ EXPLORER_HEADERS = [("Content-Security-Policy", EXPLORER_CSP), ("X-Content-Type-
 
 # ---------------------------------------------------------------------------------------
 # Appendix E: the API description, an OpenAPI 3.1 document built from plain dicts
+#
+# The document is built from what the handler serves: its routes, each verb in a route's
+# Allow, the user's FIELDS and the list's parameters. Only what the code cannot say is
+# written here: in OPERATIONS, keyed by the handler method that answers, each operation's
+# name, summary, tag, body and the answers it can give. A route, a verb or a field added or
+# removed in the core shows in the document with no edit here.
 # ---------------------------------------------------------------------------------------
 
 OPENAPI_ROUTE = route("/openapi.json", r"/openapi\.json", {"GET": "get_openapi"})
@@ -2941,9 +2947,89 @@ class OpenApiHandler(UsersHandler):
         return super().route_table() + [OPENAPI_ROUTE]
 
     def get_openapi(self):
-        """GET /openapi.json: the document, which says whether the API key is needed."""
-        document = openapi_document(auth=self.server.api_key is not None)
+        """GET /openapi.json: the document of the routes this handler serves, which says
+        whether the API key is needed."""
+        document = openapi_document(self.routes, auth=self.server.api_key is not None)
         self.respond(HTTPStatus.OK, json_bytes(document), "application/json")
+
+
+TAGS = [{"name": "users", "description": "The users: list, create, read, change"},
+        {"name": "service", "description": "The index, the explorer and this document"},
+        {"name": "testing", "description": "Test controls for end-to-end suites"}]
+
+
+def openapi_document(routes, auth):
+    """The OpenAPI 3.1 description of these routes; `auth` when the service has an API key."""
+    paths = {found.path: path_item(found, auth) for found in routes}
+    tags = {operation["tags"][0] for operation in operations_in(paths)}
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": "Users API", "version": "1.0",
+                 "description": "A users resource in JSON and XML, from rest_users.py.",
+                 "license": {"name": "MIT", "identifier": "MIT"}},
+        "servers": [{"url": "/"}],  # wherever this document was fetched from
+        "tags": [tag for tag in TAGS if tag["name"] in tags],  # only the tags operations have
+        "paths": paths,
+        "components": openapi_components(paths),
+    }
+
+
+def operations_in(paths):
+    """Every operation of the paths (a path item holds its parameters beside them)."""
+    return [operation for item in paths.values()
+            for method, operation in item.items() if method != "parameters"]
+
+
+def path_item(found, auth):
+    """A route's path item: an operation for each verb in its Allow, as route() lists them
+    (HEAD where there is GET, OPTIONS everywhere), and its path parameters."""
+    names = re.findall("{([^}]+)}", found.path)  # find_route reads each as a user id
+    item = {"parameters": [dict(ID_PARAMETER, name=name) for name in names]} if names else {}
+    for verb in found.allow.split(", "):
+        item[verb.lower()] = verb_operation(found, verb, auth)
+    return item
+
+
+def verb_operation(found, verb, auth):
+    """The operation of one verb on a route; HEAD is its GET without the bodies, and
+    OPTIONS takes the tag of the route's other operations."""
+    if verb == "OPTIONS":
+        tag = next((described_action(name).tag for name in found.actions.values()), "users")
+        return options_operation(options_id(found.path), "What %s takes" % found.path, tag)
+    entry = described_action(found.actions["GET" if verb == "HEAD" else verb])
+    if verb == "HEAD":
+        return head_operation(action_operation(entry, auth), *entry.head)
+    return action_operation(entry, auth)
+
+
+def action_operation(entry, auth):
+    """The operation an entry of OPERATIONS describes: behind the key when its problems
+    include a 401 and the service has a key."""
+    keyed = auth and "401" in entry.problems
+    problems = [code for code in entry.problems if keyed or code != "401"]
+    return operation(entry.operation_id, entry.summary, responses(entry.answers, *problems),
+                     auth=keyed, tag=entry.tag, parameters=entry.parameters, body=entry.body)
+
+
+def camel_case(words):
+    """Words run together, each capitalized: ["list", "users"] gives ListUsers."""
+    return "".join(word.capitalize() for word in words)
+
+
+def described_action(name):
+    """The entry of OPERATIONS for a handler method; for one it lacks (a route a learner
+    added), an entry made from the method's name, under /users as most are."""
+    if name in OPERATIONS:
+        return OPERATIONS[name]
+    words = name.split("_")
+    return described(words[0] + camel_case(words[1:]), " ".join(words).capitalize(), "users",
+                     {"200": {"description": "Done"}}, ("401", "503"),
+                     head=("head" + camel_case(words), "Its headers"))
+
+
+def options_id(path):
+    """The operationId of OPTIONS on a path: named in OPTIONS_IDS, or made of its words."""
+    return OPTIONS_IDS.get(path) or "options" + camel_case(re.findall("[A-Za-z0-9]+", path))
 
 
 def json_schema_ref(name):
@@ -3010,6 +3096,11 @@ def user_success(status, description, *extra_headers):
                      "content": body_content(json_schema_ref("User"))}}
 
 
+def fields_in_words():
+    """The user's fields as a sentence names them, the optional ones marked so."""
+    return in_words([field.name + ("" if field.required else " (optional)") for field in FIELDS])
+
+
 DESCRIPTIONS = {  # what a viewer shows under each operation's summary
     "getIndex": 'Where things are: {"users": "/users"}, in JSON or XML. A browser, which ranks '
                 "text/html first, gets the explorer page instead.",
@@ -3021,7 +3112,7 @@ DESCRIPTIONS = {  # what a viewer shows under each operation's summary
     "listUsers": "A page of users, in id order unless sort says otherwise (`sort=name,-id`: "
                  "by name, then by id descending), with X-Total-Count (how many match, on all "
                  "pages) and a Link header to the first, last, previous and next pages. A "
-                 "repeated name or email means any of them.\n\n"
+                 "repeated " + " or ".join(FIELD_NAMES) + " means any of them.\n\n"
                  "The list also reads the query dialects of front-end libraries, each into "
                  "the same query, so they give the same users in the same order:\n\n"
                  "- json-server 0.17 (react-admin's ra-data-json-server, refine's simple-rest): "
@@ -3033,15 +3124,15 @@ DESCRIPTIONS = {  # what a viewer shows under each operation's summary
                  "filter={\"q\":\"ada\"}`\n\n"
                  "A request uses one way of paging and one of sorting.",
     "headUsers": "The headers GET /users would send (X-Total-Count, Link), without the body.",
-    "createUser": "Creates a user from a name and an email; the server assigns the id. The "
-                  "answer is 201 with the user, its ETag, and its address in Location.",
+    "createUser": "Creates a user from its " + fields_in_words() + "; the server assigns the "
+                  "id. The answer is 201 with the user, its ETag, and its address in Location.",
     "optionsUsers": "The methods /users takes, in Allow; also the answer to a CORS preflight.",
     "getUser": "One user and its ETag. With If-None-Match naming that ETag the answer is 304 "
                "without a body: your copy is current.",
     "headUser": "The headers GET /users/{id} would send (its ETag), without the body.",
-    "replaceUser": "Replaces the name and the email, both required; it never creates. Send the "
-                   "ETag you read as If-Match: if the user changed since, the answer is 412 "
-                   "and nothing is written.",
+    "replaceUser": "Replaces the whole user, its " + fields_in_words() + "; it never creates. "
+                   "Send the ETag you read as If-Match: if the user changed since, the answer "
+                   "is 412 and nothing is written.",
     "patchUser": "Changes only the fields sent: a JSON merge patch (RFC 7396) or partial XML. "
                  "If-Match guards it as it guards PUT.",
     "deleteUser": "Deletes the user: 200 with the user as it was (no ETag: that version is "
@@ -3066,14 +3157,14 @@ DESCRIPTIONS = {  # what a viewer shows under each operation's summary
 def operation(operation_id, summary, answers, *, auth, tag="users", parameters=(), body=None):
     """One operation; `auth` marks it as needing the Bearer token, and every other one says
     it is open with an empty security list, as OpenAPI tools expect."""
-    described = {"operationId": operation_id, "summary": summary,
-                 "description": DESCRIPTIONS[operation_id], "tags": [tag],
-                 "security": [{"bearerAuth": []}] if auth else [], "responses": answers}
+    built = {"operationId": operation_id, "summary": summary,
+             "description": DESCRIPTIONS.get(operation_id, summary), "tags": [tag],
+             "security": [{"bearerAuth": []}] if auth else [], "responses": answers}
     if parameters:
-        described["parameters"] = list(parameters)
+        built["parameters"] = list(parameters)
     if body:
-        described["requestBody"] = {"required": True, "content": body}
-    return described
+        built["requestBody"] = {"required": True, "content": body}
+    return built
 
 
 def head_operation(get, operation_id, summary):
@@ -3082,7 +3173,7 @@ def head_operation(get, operation_id, summary):
     answers = {code: {key: value for key, value in response.items() if key != "content"}
                for code, response in get["responses"].items()}
     return dict(get, operationId=operation_id, summary=summary,
-                description=DESCRIPTIONS[operation_id], responses=answers)
+                description=DESCRIPTIONS.get(operation_id, summary), responses=answers)
 
 
 def options_operation(operation_id, summary, tag="users"):
@@ -3094,152 +3185,137 @@ def options_operation(operation_id, summary, tag="users"):
 
 
 TEXT = {"type": "string"}
-LIST_PARAMETERS_DESCRIBED = [
-    {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1,
-                                                 "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT}},
-    {"name": "offset", "in": "query", "schema": {"type": "integer", "minimum": 0,
-                                                  "maximum": MAX_USER_ID, "default": 0}},
-    {"name": "sort", "in": "query", "description": "sort keys, comma-separated (-: descending)",
-     "schema": {"type": "string", "default": "id", "example": "name,-id",
-                "pattern": "^-?(id|name|email)(,-?(id|name|email))*$"}},
-    {"name": "name", "in": "query", "description": "exact name; repeated: any of them",
-     "schema": {"type": "array", "items": {"type": "string", "minLength": 1}}},
-    {"name": "email", "in": "query", "description": "email, ignoring ASCII case; repeated: "
-     "any of them", "schema": {"type": "array", "items": {"type": "string", "minLength": 1}}},
-    {"name": "q", "in": "query", "description": "text in the name or the email, ignoring case",
-     "schema": {"type": "string", "minLength": 1}},
-]
+USER_ID_SCHEMA = {"type": "integer", "minimum": 1, "maximum": MAX_USER_ID}
+ID_PARAMETER = {"name": "id", "in": "path", "required": True, "example": 1,
+                "schema": USER_ID_SCHEMA}
 IF_MATCH = {"name": "If-Match", "in": "header", "schema": TEXT,
             "description": "the ETag you read: the write fails with 412 if it is stale"}
 IF_NONE_MATCH = {"name": "If-None-Match", "in": "header", "schema": TEXT}
 PREFER = {"name": "Prefer", "in": "header", "schema": TEXT, "example": "return=minimal",
           "description": "return=minimal: answer 204 without the deleted user (RFC 7240)"}
-EXAMPLE_USER = {"id": 1, "name": "Ada Lovelace", "email": "ada@example.com"}  # for Try it out
 
 
-def admin_paths(auth):
-    """The test controls under /__admin/, behind the key when there is one."""
-    early = ("401",) if auth else ()
-    done = {"204": {"description": "Done", "headers": header_refs("Vary")}}
-    not_reset = problem_response("With --db: a database file is not reset over HTTP")
-    journal = {"200": {"description": "The journal", "headers": header_refs("Vary"),
-                       "content": {"application/json": {"schema": json_schema_ref("Journal")}}}}
-    list_requests = operation("listRequests", "The requests sent to /users",
-                              responses(journal, *early), auth=auth, tag="testing")
-    return {
-        "/__admin/reset": {
-            "post": operation("resetUsers", "Back to the starting users", dict(
-                responses(done, *early), **{"409": not_reset}), auth=auth, tag="testing"),
-            "options": options_operation("optionsReset", "What /__admin/reset takes",
-                                         "testing")},
-        "/__admin/requests": {
-            "get": list_requests,
-            "head": head_operation(list_requests, "headRequests", "The journal's headers"),
-            "delete": operation("clearRequests", "Empty the journal",
-                                responses(done, *early), auth=auth, tag="testing"),
-            "options": options_operation("optionsRequests", "What /__admin/requests takes",
-                                         "testing")},
-    }
+def list_parameters():
+    """The query parameters of GET /users, in LIST_PARAMETERS' order; one the list takes
+    that nothing here describes is a plain string."""
+    searched = [field.name for field in FIELDS if field.searched]
+    described = {field.name: filter_parameter(field) for field in FIELDS}
+    described.update(
+        limit={"name": "limit", "in": "query", "schema": {
+            "type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT}},
+        offset={"name": "offset", "in": "query", "schema": {
+            "type": "integer", "minimum": 0, "maximum": MAX_USER_ID, "default": 0}},
+        sort=sort_parameter(),
+        q={"name": "q", "in": "query", "schema": {"type": "string", "minLength": 1},
+           "description": "text in the %s, ignoring case" % " or the ".join(searched)})
+    return [described.get(name) or {"name": name, "in": "query", "schema": TEXT}
+            for name in LIST_PARAMETERS]
 
 
-def open_paths():
-    """The paths that need no key: the index (or explorer) and this document."""
-    index = {"200": {"description": "Where things are", "headers": header_refs("Vary"),
-                     "content": dict(body_content(json_schema_ref("Index")),
-                                     **{"text/html": {"schema": TEXT}})}}
-    document = {"200": {"description": "The OpenAPI document",
-                        "content": {"application/json": {"schema": {"type": "object"}}}}}
-    get_index = operation("getIndex", "The index, or the explorer page for a browser",
-                          responses(index, "406"), auth=False, tag="service")
-    get_document = operation("getOpenApi", "This document", responses(document, "406"),
-                             auth=False, tag="service")
-    return {
-        "/": {"get": get_index,
-              "head": head_operation(get_index, "headIndex", "The index's headers"),
-              "options": options_operation("optionsIndex", "What / takes", "service")},
-        "/openapi.json": {
-            "get": get_document,
-            "head": head_operation(get_document, "headOpenApi", "This document's headers"),
-            "options": options_operation("optionsOpenApi", "What /openapi.json takes",
-                                         "service")},
-    }
+def sort_parameter():
+    """sort: keys from SORT_KEYS, comma-separated; the example sorts by the first field."""
+    key = "(%s)" % "|".join(SORT_KEYS)
+    return {"name": "sort", "in": "query", "description": "sort keys, comma-separated "
+            "(-: descending)", "schema": {"type": "string", "default": "id",
+                                          "example": ",".join(FIELD_NAMES[:1] + ("-id",)),
+                                          "pattern": "^%s(,%s)*$" % (key, key)}}
 
 
-def users_path(auth):
-    """/users: the list and creation."""
-    early = (("401",) if auth else ()) + ("503",)  # the key, then --fail-rate
-    page = {"200": {"description": "A page of users",
-                    "headers": header_refs("X-Total-Count", "Link", "Vary"),
-                    "content": body_content(json_schema_ref("UserList"))}}
-    get = operation("listUsers", "List users, a page at a time", responses(
-        page, "400", *early, "406"), auth=auth, parameters=LIST_PARAMETERS_DESCRIBED)
-    return {
-        "get": get,
-        "head": head_operation(get, "headUsers", "The list's headers"),
-        "post": operation("createUser", "Create a user", responses(
-            user_success("201", "Created", "Location"), "400", *early, "406", "409",
-            "411", "413", "415", "422", "507"), auth=auth,
-            body=body_content(json_schema_ref("NewUser"))),
-        "options": options_operation("optionsUsers", "What /users takes"),
-    }
+def filter_parameter(field):
+    """A field's filter: the users whose field equals a value, or any of several."""
+    equal = "%s, ignoring ASCII case" if field.ignores_case else "exact %s"
+    return {"name": field.name, "in": "query",
+            "description": equal % field.name + "; repeated: any of them",
+            "schema": {"type": "array", "items": {"type": "string", "minLength": 1}}}
 
 
-def user_path(auth):
-    """/users/{id}: one user, read, replaced, changed and deleted."""
-    early = (("401",) if auth else ()) + ("503",)  # the key, then --fail-rate
-    read = dict(user_success("200", "The user"), **{"304": {
-        "description": "Not modified: the If-None-Match tag is current",
-        "headers": header_refs("ETag", "Vary")}})
-    write_problems = ("400", "404") + early + ("406", "409", "411", "412", "413", "415",
-                                                      "422", "507")
-    patch = body_content(json_schema_ref("UserPatch"),
-                         json_types=("application/merge-patch+json", "application/json"))
-    deleted = {"200": {"description": "Deleted: the user as it was",
-                       "headers": header_refs("Vary"),
-                       "content": body_content(json_schema_ref("User"))},
-               "204": {"description": "Deleted, with Prefer: return=minimal",
-                       "headers": header_refs("Preference-Applied")}}
-    get = operation("getUser", "Read a user", responses(read, *early, "404", "406"),
-                    auth=auth, parameters=[IF_NONE_MATCH])
-    return {
-        "parameters": [{"name": "id", "in": "path", "required": True, "example": 1, "schema": {
-            "type": "integer", "minimum": 1, "maximum": MAX_USER_ID}}],
-        "get": get,
-        "head": head_operation(get, "headUser", "A user's headers"),
-        "put": operation("replaceUser", "Replace a user (no create)", responses(
-            user_success("200", "Replaced"), *write_problems), auth=auth, parameters=[IF_MATCH],
-            body=body_content(json_schema_ref("UserReplacement"))),
-        "patch": operation("patchUser", "Change some fields", responses(
-            user_success("200", "Changed"), *write_problems), auth=auth, parameters=[IF_MATCH],
-            body=patch),
-        "delete": operation("deleteUser", "Delete a user", responses(
-            deleted, "404", *early, "406", "412", "507"),
-            auth=auth, parameters=[IF_MATCH, PREFER]),
-        "options": options_operation("optionsUser", "What /users/{id} takes"),
-    }
+Described = namedtuple("Described", "operation_id summary tag answers problems parameters "
+                                    "body head")
 
 
-def openapi_document(auth):
-    """The OpenAPI 3.1 description of this service; `auth` when it runs with an API key."""
-    return {
-        "openapi": "3.1.0",
-        "info": {"title": "Users API", "version": "1.0",
-                 "description": "A users resource in JSON and XML, from rest_users.py.",
-                 "license": {"name": "MIT", "identifier": "MIT"}},
-        "servers": [{"url": "/"}],  # wherever this document was fetched from
-        "tags": [{"name": "users", "description": "The users: list, create, read, change"},
-                 {"name": "service", "description": "The index, the explorer and this document"},
-                 {"name": "testing", "description": "Test controls for end-to-end suites"}],
-        "paths": dict(open_paths(), **admin_paths(auth), **{"/users": users_path(auth),
-                                                             "/users/{id}": user_path(auth)}),
-        "components": openapi_components(auth),
-    }
+def described(operation_id, summary, tag, answers, problems, *, parameters=(), body=None,
+              head=None):
+    """An entry of OPERATIONS: the problem codes the operation can answer ("401": behind
+    the key when there is one), the body it reads, and for a GET the operationId and
+    summary of its HEAD."""
+    return Described(operation_id, summary, tag, answers, problems, parameters, body, head)
 
 
-def openapi_components(auth):
-    """The schemas, headers and, with a key, the security scheme the paths refer to."""
+DONE = {"204": {"description": "Done", "headers": header_refs("Vary")}}
+BODY_PROBLEMS = ("400", "401", "503", "406", "409", "411", "413", "415", "422", "507")
+OPERATIONS = {  # the handler method that answers a verb -> what the document says of it
+    "list_users": described(
+        "listUsers", "List users, a page at a time", "users", {"200": {
+            "description": "A page of users", "content": body_content(json_schema_ref(
+                "UserList")), "headers": header_refs("X-Total-Count", "Link", "Vary")}},
+        ("400", "401", "503", "406"), parameters=list_parameters(),
+        head=("headUsers", "The list's headers")),
+    "create_user": described(
+        "createUser", "Create a user", "users", user_success("201", "Created", "Location"),
+        BODY_PROBLEMS, body=body_content(json_schema_ref("NewUser"))),
+    "get_user": described(
+        "getUser", "Read a user", "users", dict(user_success("200", "The user"), **{"304": {
+            "description": "Not modified: the If-None-Match tag is current",
+            "headers": header_refs("ETag", "Vary")}}),
+        ("401", "503", "404", "406"), parameters=[IF_NONE_MATCH],
+        head=("headUser", "A user's headers")),
+    "replace_user": described(
+        "replaceUser", "Replace a user (no create)", "users", user_success("200", "Replaced"),
+        BODY_PROBLEMS + ("404", "412"), parameters=[IF_MATCH],
+        body=body_content(json_schema_ref("UserReplacement"))),
+    "patch_user": described(
+        "patchUser", "Change some fields", "users", user_success("200", "Changed"),
+        BODY_PROBLEMS + ("404", "412"), parameters=[IF_MATCH], body=body_content(
+            json_schema_ref("UserPatch"), json_types=(MERGE_PATCH, "application/json"))),
+    "delete_user": described(
+        "deleteUser", "Delete a user", "users", {
+            "200": {"description": "Deleted: the user as it was", "headers": header_refs(
+                "Vary"), "content": body_content(json_schema_ref("User"))},
+            "204": {"description": "Deleted, with Prefer: return=minimal",
+                    "headers": header_refs("Preference-Applied")}},
+        ("401", "503", "404", "406", "412", "507"), parameters=[IF_MATCH, PREFER]),
+    "reset_users": described(
+        "resetUsers", "Back to the starting users", "testing", dict(DONE, **{
+            "409": problem_response("With --db: a database file is not reset over HTTP")}),
+        ("401",)),
+    "list_requests": described(
+        "listRequests", "The requests sent to /users", "testing", {"200": {
+            "description": "The journal", "headers": header_refs("Vary"),
+            "content": {"application/json": {"schema": json_schema_ref("Journal")}}}},
+        ("401",), head=("headRequests", "The journal's headers")),
+    "clear_requests": described("clearRequests", "Empty the journal", "testing", DONE,
+                                ("401",)),
+    "get_index": described(
+        "getIndex", "The index, or the explorer page for a browser", "service", {"200": {
+            "description": "Where things are", "headers": header_refs("Vary"),
+            "content": dict(body_content(json_schema_ref("Index")),
+                            **{"text/html": {"schema": TEXT}})}},
+        ("406",), head=("headIndex", "The index's headers")),
+    "get_openapi": described(
+        "getOpenApi", "This document", "service", {"200": {
+            "description": "The OpenAPI document",
+            "content": {"application/json": {"schema": {"type": "object"}}}}},
+        ("406",), head=("headOpenApi", "This document's headers")),
+}
+OPTIONS_IDS = {"/": "optionsIndex", "/openapi.json": "optionsOpenApi", "/users": "optionsUsers",
+               "/users/{id}": "optionsUser", "/__admin/reset": "optionsReset",
+               "/__admin/requests": "optionsRequests"}
+
+
+def openapi_components(paths):
+    """The schemas and headers the paths refer to, and the security scheme if an operation
+    needs the key: without one a viewer would offer to log in for nothing."""
+    components = used_components(paths, {"schemas": openapi_schemas(),
+                                         "headers": openapi_headers()})
+    if any(operation["security"] for operation in operations_in(paths)):
+        components["securitySchemes"] = {"bearerAuth": {"type": "http", "scheme": "bearer"}}
+    return components
+
+
+def openapi_headers():
+    """Every response header the operations can name."""
     header = {"schema": {"type": "string"}}
-    components = {"schemas": openapi_schemas(), "headers": {
+    return {
         "ETag": dict(header, description="The version of this representation"),
         "Location": dict(header, description="Where the new user is"),
         "Link": dict(header, description="first, last, prev, next pages (RFC 8288)"),
@@ -3249,38 +3325,67 @@ def openapi_components(auth):
         "Allow": dict(header, description="The methods this path takes"),
         "Retry-After": dict(header, description="Seconds to wait before trying again"),
         "Preference-Applied": dict(header, description="return=minimal (RFC 7240)"),
-    }}
-    if auth:  # without a key nothing refers to these, and a viewer would offer to log in
-        components["headers"]["WWW-Authenticate"] = dict(header, description='Bearer realm="users"')
-        components["securitySchemes"] = {"bearerAuth": {"type": "http", "scheme": "bearer"}}
-    return components
+        "WWW-Authenticate": dict(header, description='Bearer realm="users"'),
+    }
+
+
+def references(node):
+    """Every $ref in a part of the document."""
+    found = {node["$ref"]} if isinstance(node, dict) and "$ref" in node else set()
+    children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else ()
+    return found.union(*map(references, children))
+
+
+def used_components(paths, components):
+    """Only the components the paths refer to, directly or through another component."""
+    used, new = set(), references(paths)
+    while new:
+        used |= new
+        named = [ref.split("/")[2:] for ref in new]  # "#/components/schemas/User"
+        new = references([components[kind][name] for kind, name in named]) - used
+    return {kind: {name: value for name, value in declared.items()
+                   if "#/components/%s/%s" % (kind, name) in used}
+            for kind, declared in components.items()}
+
+
+EXAMPLE_USER = dict([("id", 1)] + [(field.name, field.example) for field in FIELDS])
+PATCH_EXAMPLE = {"name": "Ada King"}  # for Try it out, while users have a name
+
+
+def field_schema(field):
+    """A field's JSON Schema, with its example; an optional field's none is null in JSON
+    (a type list, JSON Schema 2020-12 as OpenAPI 3.1 reads it) and no element in XML."""
+    schema = dict(field.schema, examples=[field.example])
+    if not field.required:
+        schema["type"] = [schema["type"], "null"]
+    return schema
+
+
+def user_schema(properties, required, example, **more):
+    """A user object with these properties and no other, <user> in XML."""
+    schema = dict({"type": "object", "properties": properties, "additionalProperties": False,
+                   "xml": {"name": "user"}, "examples": [example]}, **more)
+    if required:
+        schema["required"] = required
+    return schema
 
 
 def openapi_schemas():
-    """The JSON Schemas of users, lists, the index and problem details."""
-    name, email = user_field_schemas()
-    user_id = {"type": "integer", "minimum": 1, "maximum": MAX_USER_ID}
-    new_user = {"name": EXAMPLE_USER["name"], "email": EXAMPLE_USER["email"]}
+    """The JSON Schemas of users (from FIELDS), lists, the index and problem details."""
+    fields = {field.name: field_schema(field) for field in FIELDS}
+    with_id = dict({"id": USER_ID_SCHEMA}, **fields)
+    required = [field.name for field in FIELDS if field.required]
+    new_user = {name: value for name, value in EXAMPLE_USER.items() if name != "id"}
+    patch = {name: value for name, value in PATCH_EXAMPLE.items() if name in fields}
     return {
-        "User": {"type": "object", "required": ["id", "name", "email"],
-                 "properties": {"id": user_id, "name": name, "email": email},
-                 "additionalProperties": False, "xml": {"name": "user"},
-                 "examples": [EXAMPLE_USER]},
+        "User": user_schema(with_id, ["id"] + required, EXAMPLE_USER),
         "UserList": {"type": "array", "items": json_schema_ref("User"),
                      "xml": {"name": "users", "wrapped": True}, "examples": [[EXAMPLE_USER]]},
-        "NewUser": {"type": "object", "required": ["name", "email"],
-                    "properties": {"name": name, "email": email},
-                    "additionalProperties": False, "xml": {"name": "user"},
-                    "examples": [new_user]},
-        "UserReplacement": {"type": "object", "required": ["name", "email"],
-                            "description": "id, if given, must be the id in the path",
-                            "properties": {"id": user_id, "name": name, "email": email},
-                            "additionalProperties": False, "xml": {"name": "user"},
-                            "examples": [new_user]},
-        "UserPatch": {"type": "object", "description": "the fields to change (RFC 7396)",
-                      "properties": {"id": user_id, "name": name, "email": email},
-                      "additionalProperties": False, "xml": {"name": "user"},
-                      "examples": [{"name": "Ada King"}]},
+        "NewUser": user_schema(fields, required, new_user),
+        "UserReplacement": user_schema(with_id, required, new_user,
+                                       description="id, if given, must be the id in the path"),
+        "UserPatch": user_schema(with_id, [], patch,
+                                 description="the fields to change (RFC 7396)"),
         "Index": {"type": "object", "properties": {"users": {"type": "string"}},
                   "xml": {"name": "index"}},
         "Problem": problem_schema(),
@@ -3299,20 +3404,6 @@ def journal_schema():
                             "received": {"type": "string", "format": "date-time"}}}
     return {"type": "object", "required": ["requests"],
             "properties": {"requests": {"type": "array", "items": entry}}}
-
-
-def user_field_schemas():
-    """The schemas of a name and an email, with the user rules as patterns: no control or
-    non-characters; a name not only white space (Python's str.isspace() counts U+0085 as
-    space, ECMAScript's \\s does not); one @ in an email."""
-    allowed = "[^\\u0000-\\u001f\\u007f\\ufffe\\uffff]"
-    visible = "[^\\s\\u0000-\\u001f\\u007f\\u0085\\ufffe\\uffff]"
-    email_part = "[^@\\s\\u0000-\\u001f\\u007f\\u0085\\ufffe\\uffff]+"
-    name = {"type": "string", "minLength": 1, "maxLength": MAX_NAME_LENGTH,
-            "pattern": "^%s*%s%s*$" % (allowed, visible, allowed)}
-    email = {"type": "string", "minLength": 3, "maxLength": MAX_EMAIL_LENGTH,
-             "pattern": "^%s@%s$" % (email_part, email_part)}
-    return name, email
 
 
 def problem_schema():

@@ -4048,6 +4048,10 @@ def schema_errors(document, schema, value, where="body"):
     schema = resolve(document, schema)
     kinds = {"object": dict, "array": list, "string": str, "integer": int}
     kind = schema.get("type")
+    if isinstance(kind, list):  # ["string", "null"]: an optional field, null when none
+        if value is None and "null" in kind:
+            return []
+        [kind] = [name for name in kind if name != "null"]
     if kind and not (isinstance(value, kinds[kind]) and not isinstance(value, bool)):
         return ["%s: %r is not %s" % (where, value, kind)]
     errors = []
@@ -4172,6 +4176,89 @@ def test_the_openapi_document_names_the_faults_every_operation_can_meet(server):
                                                "Retry-After")
     assert document["paths"]["/users"]["post"]["responses"]["507"]["description"] == (
         "The server's disk is full: nothing was changed")
+
+
+def learner_copy(tmp_path, name, *changes):
+    """rest_users.py as a learner changed it, each (said, changed) once, imported as NAME."""
+    with open(os.path.join(HERE, "rest_users.py"), encoding="utf-8") as file:
+        source = file.read()
+    for said, changed in changes:
+        assert source.count(said) == 1, said
+        source = source.replace(said, changed)
+    return module_from_source(tmp_path, name, source)
+
+
+@contextlib.contextmanager
+def serving(module, **options):
+    """A module's default server on a free port, for the length of a with block."""
+    running = module.make_server("127.0.0.1", 0, quiet=True, **options)
+    threading.Thread(target=running.serve_forever, args=(0.01,), daemon=True).start()
+    try:
+        yield running
+    finally:
+        stop_server(running)
+
+
+def test_a_verb_removed_from_the_routes_leaves_the_openapi_document(tmp_path):
+    module = learner_copy(tmp_path, "learner_without_post", (', "POST": "create_user"', ""))
+    with serving(module, api_key=KEY) as running:
+        document = openapi(running)
+    assert set(document["paths"]["/users"]) == {"get", "head", "options"}
+    assert set(document["paths"]["/users/{id}"]) == {
+        "parameters", "get", "head", "put", "patch", "delete", "options"}
+    assert "createUser" not in [operation["operationId"] for _, _, operation in operations(
+        document)]
+    assert "NewUser" not in document["components"]["schemas"]  # only POST's body used it
+    assert "Location" not in document["components"]["headers"]
+
+
+
+def test_a_route_added_to_the_routes_shows_in_the_openapi_document(tmp_path):
+    module = learner_copy(tmp_path, "learner_with_count", (
+        '"DELETE": "delete_user"}),\n]', '"DELETE": "delete_user"}),\n'
+        '    route("/users/count", r"/users/count", {"GET": "count_users"}),\n]'))
+    document = module.openapi_document(module.DefaultHandler.routes, auth=True)
+    item = document["paths"]["/users/count"]
+    assert {method: operation["operationId"] for method, operation in item.items()} == {
+        "get": "countUsers", "head": "headCountUsers", "options": "optionsUsersCount"}
+    assert item["get"]["security"] == [{"bearerAuth": []}]
+    ids = [operation["operationId"] for _, _, operation in operations(document)]
+    assert len(ids) == len(set(ids)) == 25
+
+PHONE_FIELD = (  # a learner's optional field, with its check before FIELDS
+    ('\nFIELDS = (\n', '\ndef check_phone(value):\n    """Say what is wrong with a phone '
+     'number, or return None."""\n    return check_text(value)\n\n\nFIELDS = (\n'),
+    ('example="ada@example.com"),\n)', 'example="ada@example.com"),\n    Field("phone", '
+     'check_phone, required=False, ignores_case=False, searched=False,\n          schema={'
+     '"type": "string", "maxLength": 30}, example="+44 20 7946 0958"),\n)'))
+
+
+def test_a_field_added_to_the_fields_shows_in_the_openapi_document(tmp_path):
+    module = learner_copy(tmp_path, "learner_with_phone", *PHONE_FIELD)
+    with serving(module) as running:
+        document = openapi(running)
+        user = create(running)  # no phone: JSON says null
+        reply = call(running, "GET", "/users/%d" % user["id"])
+        check_against_openapi(document, "/users/{id}", "GET", reply, 200)
+    schemas = document["components"]["schemas"]
+    phone = {"type": ["string", "null"], "maxLength": 30, "examples": ["+44 20 7946 0958"]}
+    for name in "User", "NewUser", "UserReplacement", "UserPatch":
+        assert schemas[name]["properties"]["phone"] == phone, name
+    assert schemas["User"]["required"] == ["id", "name", "email"]  # an optional field
+    assert schemas["User"]["examples"] == [{"id": 1, "name": "Ada Lovelace",
+                                            "email": "ada@example.com",
+                                            "phone": "+44 20 7946 0958"}]
+    for example, schema in examples_in(document, document):
+        assert schema_errors(document, schema, example) == [], example
+    parameters = document["paths"]["/users"]["get"]["parameters"]
+    assert [p["name"] for p in parameters] == ["limit", "offset", "sort", "name", "email",
+                                               "phone", "q"]
+    [sort] = [p for p in parameters if p["name"] == "sort"]
+    assert re.search(sort["schema"]["pattern"], "phone,-phone,-id")
+    [phone_filter] = [p for p in parameters if p["name"] == "phone"]
+    assert phone_filter["description"] == "exact phone; repeated: any of them"
+    assert phone_filter["schema"] == {"type": "array", "items": {"type": "string",
+                                                                 "minLength": 1}}
 
 
 # -- the core alone, and what the appendices change ------------------------------------------
