@@ -2949,7 +2949,7 @@ class OpenApiHandler(UsersHandler):
     def get_openapi(self):
         """GET /openapi.json: the document of the routes this handler serves, which says
         whether the API key is needed."""
-        document = openapi_document(self.routes, auth=self.server.api_key is not None)
+        document = openapi_document(self.server.routes, auth=self.server.api_key is not None)
         self.respond(HTTPStatus.OK, json_bytes(document), "application/json")
 
 
