@@ -23,25 +23,28 @@ serve_forever(). A request travels through it so:
  2. route_request checks, in this order, who asks (check_caller: the API key), the path
     (find_route, in the table ROUTES), the method, and the format asked for (negotiate).
  3. The route's method does the work: create_user, for one, reads the body
-    (read_user_body), checks it (validate_user) and has the store add the user.
- 4. respond sends the answer, in JSON or XML (render_user). What goes wrong on the way
-    raises ApiError, which handle_api_request answers as an RFC 9457 problem.
+    (read_user_body), checks it (validate_user, by the table FIELDS) and has the store add
+    the user.
+ 4. respond sends the answer, in JSON or XML (render_user), with write_response. What goes
+    wrong on the way raises ApiError, which handle_api_request answers as an RFC 9457 problem.
 
-Each appendix subclasses the core, overriding hooks it leaves (which do the plain thing):
- A. EdgeHandler: strict framing (parse_request, content_length), the 413 and 100-continue
-    (before_reading_body), drained bodies (leave_unread_body), XML bodies (body_reader),
-    the Host check (check_caller), problem bodies for http.server's own errors
-    (send_error), the idle timeout and the 408 (handle_one_request); EdgeServer: the stop.
+Every decision is made once, here: a user's fields in FIELDS, the routes in ROUTES, each
+rule and message in one function. Each appendix adds to the core by subclassing it and
+overriding hooks it leaves, each hook in one appendix at most; none restates a decision:
+ A. EdgeHandler: strict framing and the Host check (parse_request, check_head), the 413 and
+    100-continue (before_reading_body), drained bodies (leave_unread_body), problems for
+    http.server's own errors (send_error), the 408 (handle_one_request); the graceful stop.
  B. TeachingHandler: the 412's likely mistake (precondition_detail), PUT's hint to PATCH
-    (replace_user), Prefer: return=minimal (delete_user), problem-only clients (negotiate,
-    problem_format, respond).
+    (replace_user), Prefer (delete_user), problem-only clients (negotiate, respond).
  C. SQLiteStore; CorsHandler (extra_headers, answer_options); FakeApiHandler: --fail-rate
-    (check_caller), --delay and the journal (log_request), /__admin/; DialectHandler: the list
-    dialects of front-end libraries (users_page), with DialectMemoryStore (passes_filter).
- D, E. ExplorerHandler and OpenApiHandler add the routes / and /openapi.json.
- F. FastHandler and FastServer change how bytes move and what is kept, never a decision
-    (parse_request, negotiate, users_page, render, write_response, serves_host, get_request).
- G. DefaultServer composes them all; then make_server, running() and the command line.
+    (check_caller), --delay and the journal (log_request), /__admin/; DialectHandler: the
+    dialects of front-end libraries (read_list_query, render_page, page_headers).
+ D, E. ExplorerHandler (route_request) and OpenApiHandler add / and /openapi.json; the API
+    description is derived from the routes and FIELDS.
+ F. FastHandler keeps the core's answers (format_for, render, users_page) and moves bytes
+    with fewer calls (parse_request, write_bytes), never deciding anything itself.
+ G. PlainHandler lists Appendices A to E in the order B, D, E, C, A (each a mix-in, as
+    socketserver's are: the order is the method order); DefaultHandler puts F before them.
 
 Use it to learn, to test and as a fake API. http.server is not a hardened server: put a
 real web server in front of it before the internet.
@@ -3422,11 +3425,11 @@ def problem_schema():
 # ---------------------------------------------------------------------------------------
 # Appendix F: the speed-ups
 #
-# Each override below names what it replaces and what it gained in the benchmarks (the
-# README's performance section has the runs). They change how the bytes of a request are
-# read, how a known answer is assembled and what is kept for the next request; every
-# decision stays in the core's code, which they call. The tests run against the server with
-# them and the one without them, and compare their bytes with the core's.
+# Each override below names what it replaces and what it gained in the benchmarks. They
+# change how the bytes of a request are read and sent, and keep the core's own answers under
+# keys that cannot go stale (the Accept value; the user itself; the store's count of
+# writes); no decision is made here. The tests run against the server with them and the one
+# without them, and change decisions in the core to see both servers follow.
 # ---------------------------------------------------------------------------------------
 
 class FastHandler(EdgeHandler):
