@@ -626,10 +626,13 @@ class MemoryStore:
             return email_key(value) in [email_key(each) for each in values]
         return value in values
 
-    def create(self, fields):
-        """Add a user with these {field: value}s and return it; 409 if its email is taken."""
+    def create(self, fields, write=True):
+        """Add a user with these {field: value}s and return it; 409 if its email is taken.
+        write=False checks the write, and makes it not (as update and delete take it too)."""
         with self.lock:
             self.check_email_is_free(fields["email"])
+            if not write:
+                return None
             self.last_id += 1
             user = new_user(self.last_id, fields)
             self.users[user.id] = user
@@ -637,7 +640,7 @@ class MemoryStore:
             self.changes += 1
             return user
 
-    def update(self, user_id, change):
+    def update(self, user_id, change, write=True):
         """Apply change(current user) -> {field: value} and return the updated user."""
         with self.lock:
             current = self.users.get(user_id)
@@ -646,19 +649,23 @@ class MemoryStore:
             user = current._replace(version=current.version + 1, **change(current))
             if email_key(user.email) != email_key(current.email):
                 self.check_email_is_free(user.email)
+            if not write:
+                return user
             del self.ids_by_email[email_key(current.email)]
             self.ids_by_email[email_key(user.email)] = user_id
             self.users[user_id] = user
             self.changes += 1
             return user
 
-    def delete(self, user_id, check):
+    def delete(self, user_id, check, write=True):
         """Delete the user after check(current user) has passed, and return it."""
         with self.lock:
             current = self.users.get(user_id)
             if current is None:
                 raise UserNotFound(user_id)
             check(current)
+            if not write:
+                return current
             del self.users[user_id]
             del self.ids_by_email[email_key(current.email)]
             self.changes += 1
@@ -1478,35 +1485,19 @@ class ProblemOnlyStore:
         return self.store.list(query)
 
     def create(self, fields):
-        """409 if the email is taken, else the 406."""
-        self.check_email_is_free(fields["email"], None)
+        """The store's 409, else the 406."""
+        self.store.create(fields, write=False)
         raise refused_success()
 
     def update(self, user_id, change):
-        """404, then change()'s errors, then 409, else the 406."""
-        current = self.existing(user_id)
-        fields = change(current)
-        if email_key(fields.get("email", current.email)) != email_key(current.email):
-            self.check_email_is_free(fields["email"], user_id)
+        """The store's 404, change()'s errors, the store's 409, else the 406."""
+        self.store.update(user_id, change, write=False)
         raise refused_success()
 
     def delete(self, user_id, check):
-        """404, then check()'s errors, else the 406."""
-        check(self.existing(user_id))
+        """The store's 404, then check()'s errors, else the 406."""
+        self.store.delete(user_id, check, write=False)
         raise refused_success()
-
-    def existing(self, user_id):
-        """The user with this id; 404 when there is none."""
-        user = self.store.get(user_id)
-        if user is None:
-            raise UserNotFound(user_id)
-        return user
-
-    def check_email_is_free(self, email, user_id):
-        """Raise the 409 if a user other than user_id has this email."""
-        _, users = self.store.list(ListQuery(1, 0, ("id",), [Filter("email", "eq", [email])], None))
-        if users and users[0].id != user_id:
-            raise EmailTaken(email)
 
 
 def preferences(fields):
@@ -1672,8 +1663,9 @@ class SQLiteStore:
                 % (SQL_COLUMNS, where, order), arguments + [query.limit, query.offset]).fetchall()
         return total, [User(*row) for row in rows]
 
-    def create(self, fields):
-        """Insert a user with these {field: value}s and return it; 409 if its email is taken."""
+    def create(self, fields, write=True):
+        """Insert a user with these {field: value}s and return it; 409 if its email is taken.
+        write=False checks the write, and rolls it back (as update and delete take it too)."""
         user = new_user(None, fields)
         with self.lock, self.failures_answered():
             with self.db:  # commits, or rolls back on an exception
@@ -1682,11 +1674,13 @@ class SQLiteStore:
                         SQL_COLUMNS, ", ".join("?" * len(user))), user)
                 except sqlite3.IntegrityError:
                     raise EmailTaken(user.email) from None
+                if not write:
+                    return self.db.rollback()
             self.count += 1
             self.changes += 1
             return user._replace(id=cursor.lastrowid)
 
-    def update(self, user_id, change):
+    def update(self, user_id, change, write=True):
         """Apply change(current user) -> {field: value} and return the updated user."""
         with self.lock, self.failures_answered():
             with self.db:
@@ -1699,10 +1693,13 @@ class SQLiteStore:
                         "%s = ?" % name for name in User._fields[1:]), user[1:] + (user_id,))
                 except sqlite3.IntegrityError:
                     raise EmailTaken(user.email) from None
+                if not write:
+                    self.db.rollback()
+                    return user
             self.changes += 1
             return user
 
-    def delete(self, user_id, check):
+    def delete(self, user_id, check, write=True):
         """Delete the user after check(current user) has passed, and return it."""
         with self.lock, self.failures_answered():
             with self.db:
@@ -1710,6 +1707,8 @@ class SQLiteStore:
                 if current is None:
                     raise UserNotFound(user_id)
                 check(current)
+                if not write:
+                    return current
                 self.db.execute("DELETE FROM users WHERE id = ?", (user_id,))
             self.count -= 1
             self.changes += 1
