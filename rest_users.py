@@ -520,7 +520,7 @@ User = namedtuple("User", ("id",) + FIELD_NAMES + ("version",))
 
 def new_user(user_id, values, version=1):
     """A User with these {field: value}s; an optional field not among them is None."""
-    return User(id=user_id, version=version, **{name: values.get(name) for name in FIELD_NAMES})
+    return User(user_id, *[values.get(name) for name in FIELD_NAMES], version)
 
 
 def in_words(names):
@@ -725,8 +725,9 @@ def xml_element(tag, children=(), **fields):
 
 
 def user_document(user):
-    """One user as the JSON object a client sees (the version is in the ETag, not here)."""
-    return {name: getattr(user, name) for name in ("id",) + FIELD_NAMES}
+    """One user as the JSON object a client sees: its id and fields, paired with their names
+    in order; the version, last, is left out (it is in the ETag)."""
+    return dict(zip(("id",) + FIELD_NAMES, user))
 
 
 def user_element(user):
@@ -3471,22 +3472,26 @@ class FastHandler(EdgeHandler):
     def format_for(self, accept):
         """Keeps the core's format for each Accept value rather than parse it again: 0.2 µs
         against 7.7 µs for `Accept: */*`. Measured: GET /users/1 at 1.19 times the req/s."""
-        return self.server.formats.get(accept, functools.partial(super().format_for, accept))
+        kept = self.server.formats
+        return kept.get(accept) or kept.keep(accept, super().format_for(accept))
 
     def users_page(self, query_string):
         """Keeps the core's rendered pages under the store's count of writes: clients ask
         for the same page again and again, and rendering 100 users costs more than all the
         rest of the request. A write makes a new count, so no page outlives it. Measured:
         GET /users at 3.58 times the req/s."""
-        key = (query_string, self.format, self.server.store.changes)
-        return self.server.pages.get(key, functools.partial(super().users_page, query_string))
+        key, kept = (query_string, self.format, self.server.store.changes), self.server.pages
+        return kept.get(key) or kept.keep(key, super().users_page(query_string))
 
     def render(self, user):
-        """Keeps the core's rendering of each user under the user itself (id, fields and
-        version) and the format, so it can never go stale. ElementTree takes 21 µs a user
-        and the JSON encoder 1.3 µs; a kept one costs a dictionary look-up."""
-        return self.server.renderings.get((user, self.format),
-                                          functools.partial(super().render, user))
+        """Keeps the core's rendering of each user a GET reads under the user itself (id,
+        fields and version) and the format, so it can never go stale. ElementTree takes 21
+        µs a user and the JSON encoder 1.3 µs; a kept one costs a dictionary look-up. The
+        answer to a write renders a new version: keeping it cost a POST 4 µs of CPU."""
+        if self.command not in ("GET", "HEAD"):
+            return super().render(user)
+        key, kept = (user, self.format), self.server.renderings
+        return kept.get(key) or kept.keep(key, super().render(user))
 
     def write_bytes(self, data):
         """Sends the response with one sendall on the socket itself rather than through
@@ -3576,23 +3581,21 @@ class KernelTimedSocket(socket.socket):
             raise socket.timeout("timed out") from None
 
 
-class Memo:
-    """Answers kept by key, at most `size` of them (all are dropped when it is full): a
-    bound on memory, whatever keys clients invent. Dictionary look-ups and stores are each
-    atomic on CPython and PyPy, so threads need no lock here: at worst two of them work
-    out the same answer."""
+class Memo(dict):
+    """Answers kept by key (a dict: look one up with get), at most `size` of them, all
+    dropped when it is full: a bound on memory, whatever keys clients invent. A dict's
+    look-ups and stores are each atomic on CPython and PyPy, so threads need no lock here:
+    at worst two of them work out the same answer."""
 
     def __init__(self, size):
-        self.size, self.kept = size, {}
+        super().__init__()
+        self.size = size
 
-    def get(self, key, work_out):
-        """The answer kept under key, or work_out()'s, kept from now on."""
-        answer = self.kept.get(key)
-        if answer is None:
-            answer = work_out()
-            if len(self.kept) >= self.size:
-                self.kept.clear()
-            self.kept[key] = answer
+    def keep(self, key, answer):
+        """Keep an answer under key, and return it."""
+        if len(self) >= self.size:
+            self.clear()
+        self[key] = answer
         return answer
 
 
