@@ -278,7 +278,7 @@ CIRCULAR.append(CIRCULAR)
 
 
 @pytest.mark.parametrize("body, message", [
-    (42, "body must be bytes, str, a dict, a list or None, not int"),
+    (42, "body must be bytes, str, a dict, a list, a form or None, not int"),
     ({"a": {1, 2}}, None),  # None: what json.dumps itself says (its words differ by version)
     (CIRCULAR, "the body cannot be sent as JSON: Circular reference detected"),
 ])
