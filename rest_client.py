@@ -1172,24 +1172,34 @@ def count_argument(text):
     return int(text)
 
 
+def form_argument(text):
+    """argparse type for -F: "name=value", "name=@path" or "name=@path;type=image/png"
+    -> (name, value or Upload), as curl reads them."""
+    name, equals, value = text.partition("=")
+    if not equals or not name:
+        raise argparse.ArgumentTypeError("form fields look like 'name=value' or 'name=@FILE', "
+                                         "not %r" % text)
+    if not value.startswith("@"):
+        return name, value
+    path, *parameters = value[1:].split(";")
+    named = dict(parameter.strip().partition("=")[::2] for parameter in parameters)
+    return name, Upload(path, named.get("type"), named.get("filename"))
+
+
 def parse_arguments(argv):
     """Read the command line."""
     parser = argparse.ArgumentParser(
         prog="rest_client.py", description="Send one HTTP request and print the reply's body.",
         epilog="API_KEY in the environment is sent as 'Authorization: Bearer $API_KEY' "
-               "unless -H gives an Authorization header.")
+               "unless -H gives an Authorization header. http_proxy, https_proxy, no_proxy, "
+               "SSL_CERT_FILE, SSL_CERT_DIR and NETRC are read as curl reads them.")
     parser.add_argument("method", help="GET, POST, PUT, PATCH, DELETE, HEAD, OPTIONS, ...")
     parser.add_argument("url", help="http:// or https:// URL")
     parser.add_argument("-H", dest="headers", action="append", default=[], metavar="'NAME: VALUE'",
                         type=header_argument, help="a request header (repeatable)")
     parser.add_argument("-q", dest="params", action="append", default=[], metavar="NAME=VALUE",
                         type=param_argument, help="a query parameter, URL-encoded (repeatable)")
-    body = parser.add_mutually_exclusive_group()
-    body.add_argument("-d", dest="data", metavar="BODY",
-                      help="the body: text, @FILE for a file's bytes, @- for standard input")
-    body.add_argument("-j", "--json", metavar="JSON",
-                      help="the body as JSON text, which must parse (or @FILE, @-), sent as "
-                           "application/json unless -H names a Content-Type")
+    add_body_arguments(parser.add_mutually_exclusive_group())
     parser.add_argument("--timeout", type=seconds_argument, default=DEFAULT_TIMEOUT,
                         help="seconds to wait for the reply (default: %(default)s)")
     parser.add_argument("--retry", type=count_argument, default=0, metavar="N",
@@ -1197,12 +1207,50 @@ def parse_arguments(argv):
                              "while no reply comes or it is 429 or 503 (default: 0)")
     parser.add_argument("-i", dest="include", action="store_true",
                         help="print the status line and headers before the body")
+    parser.add_argument("-o", "--output", metavar="FILE",
+                        help="write the body to FILE as it arrives, whole or not at all")
     parser.add_argument("-v", dest="verbose", action="store_true",
                         help="show the request as sent and the reply's head on stderr, as "
-                             "curl -v does (an Authorization value shows as ***)")
+                             "curl -v does (credentials show as ***)")
     parser.add_argument("--fail", action="store_true",
                         help="exit with 1 when the status is 4xx or 5xx")
+    add_curl_arguments(parser)
     return parser.parse_args(argv)
+
+
+def add_body_arguments(body):
+    """The ways to give a body, of which a command takes one."""
+    body.add_argument("-d", dest="data", metavar="BODY",
+                      help="the body: text, @FILE for a file's bytes, @- for standard input")
+    body.add_argument("-j", "--json", metavar="JSON",
+                      help="the body as JSON text, which must parse (or @FILE, @-), sent as "
+                           "application/json unless -H names a Content-Type")
+    body.add_argument("-F", "--form", action="append", type=form_argument, metavar="NAME=VALUE",
+                      help="a multipart/form-data field; NAME=@FILE[;type=TYPE] for a file "
+                           "(repeatable)")
+    body.add_argument("--data-urlencode", action="append", type=param_argument,
+                      metavar="NAME=VALUE", help="a field of a URL-encoded form (repeatable)")
+
+
+def add_curl_arguments(parser):
+    """curl's options for TLS, credentials, proxies and cookies, under curl's names."""
+    for flags, meta, says in [
+            (["--cacert"], "FILE", "trust the CAs in this PEM file (not the system's)"),
+            (["--capath"], "DIR", "trust the CAs in this folder (not the system's)"),
+            (["--cert"], "FILE", "a client certificate (PEM), for mutual TLS"),
+            (["--key"], "FILE", "the client certificate's key, if the certificate lacks it"),
+            (["-u", "--user"], "USER[:PASSWORD]", "Basic authentication; without :PASSWORD, "
+                                                  "it is asked for on the terminal"),
+            (["-x", "--proxy"], "URL", "the proxy to use: http://[USER:PASSWORD@]HOST:PORT"),
+            (["--noproxy"], "HOSTS", "hosts to reach without a proxy, comma-separated"),
+            (["-b", "--cookie"], "FILE|NAME=VALUE", "a Netscape cookie file to read, or "
+                                                    "cookies to send"),
+            (["-c", "--cookie-jar"], "FILE", "write the cookies to this file at the end")]:
+        parser.add_argument(*flags, metavar=meta, help=says)
+    parser.add_argument("-k", "--insecure", action="store_true",
+                        help="do not check the server's certificate (a warning says so)")
+    parser.add_argument("--netrc", action="store_true",
+                        help="take the user and password from ~/.netrc (or $NETRC)")
 
 
 def read_data(data):
@@ -1217,18 +1265,107 @@ def read_data(data):
 
 def request_from(options):
     """Build the Request the command line describes; ValueError for -j text that is not
-    JSON, naming its line and column as json does."""
-    headers = dict(options.headers)
+    JSON, naming its line and column as json does; OSError for a file it cannot read."""
+    headers = list(options.headers)  # pairs: a repeated -H keeps every value
     api_key = os.environ.get("API_KEY")
-    if api_key and not any(name.lower() == "authorization" for name in headers):
-        headers["Authorization"] = "Bearer " + api_key
-    body = read_data(options.data)
+    if api_key and not any(name.lower() == "authorization" for name, _ in headers):
+        headers.append(("Authorization", "Bearer " + api_key))
+    if options.cookie and "=" in options.cookie:  # curl's rule: with "=", cookies, not a file
+        headers.append(("Cookie", options.cookie))
+    return Request(options.method, options.url, headers, options.params or None,
+                   body_from(options, headers))
+
+
+def body_from(options, headers):
+    """The body that -d, -j, -F or --data-urlencode gives, or None."""
     if options.json is not None:
         body = read_data(options.json)
         json.loads(body)  # a typo is the caller's to mend: nothing is sent
-        if not any(name.lower() == "content-type" for name in headers):
-            headers["Content-Type"] = "application/json"
-    return Request(options.method, options.url, headers, dict(options.params) or None, body)
+        if not any(name.lower() == "content-type" for name, _ in headers):
+            headers.append(("Content-Type", "application/json"))
+        return body
+    if options.form:
+        for _, value in options.form:
+            if isinstance(value, Upload):
+                open(value.path, "rb").close()  # one that cannot be read is the caller's to mend
+        return MultipartForm(options.form)
+    if options.data_urlencode:
+        return UrlEncodedForm(options.data_urlencode)
+    return read_data(options.data)
+
+
+class UsageError(Exception):
+    """A mistake in the command that argparse cannot see: exit 2, and nothing is sent."""
+
+
+def send_options(options):
+    """send()'s keywords for curl's options; UsageError for a file that cannot be read."""
+    keywords = {"proxy": options.proxy, "noproxy": options.noproxy, "netrc": options.netrc,
+                "context": context_from(options), "save_to": options.output}
+    if options.user is not None:
+        user, colon, password = options.user.partition(":")
+        keywords["auth"] = (user, password if colon else getpass.getpass(
+            "Enter host password for user '%s':" % user))  # as curl asks
+    if options.cookie_jar or (options.cookie and "=" not in options.cookie):
+        keywords["cookies"] = cookie_jar(options.cookie if options.cookie else None)
+    if options.output and sys.stderr.isatty():
+        keywords["progress"] = ProgressLine()
+    return keywords
+
+
+def context_from(options):
+    """The TLS context --cacert, --capath, --cert, --key and -k ask for, or None."""
+    if not (options.cacert or options.capath or options.cert or options.key or options.insecure):
+        return None
+    if ssl is None:
+        raise UsageError("this Python has no ssl module")
+    try:
+        return tls_context(options.cacert, options.capath, options.cert, options.key,
+                           options.insecure)
+    except OSError as error:  # ssl.SSLError is one too
+        raise UsageError("cannot read --cacert, --capath, --cert or --key: %s" % error) from None
+
+
+def cookie_jar(path):
+    """A jar with the cookies of a Netscape cookie file, as curl and browsers write them;
+    an empty one when there is no such file yet (-b FILE -c FILE on a first run)."""
+    jar = http.cookiejar.MozillaCookieJar()
+    if path is not None and os.path.exists(path):
+        try:
+            jar.load(path, ignore_discard=True, ignore_expires=True)
+        except OSError as error:  # http.cookiejar.LoadError is one too
+            raise UsageError("cannot read the cookies of -b: %s" % error) from None
+    return jar
+
+
+class ProgressLine:
+    """A download's progress on stderr: bytes so far, the total when known, and the rate,
+    redrawn at most 10 times a second."""
+
+    def __init__(self):
+        self.started = self.drawn = time.monotonic()
+        self.last = None
+
+    def __call__(self, received, total):
+        """Note how far the download is; redraw the line if a tenth of a second has passed."""
+        self.last = (received, total)
+        if time.monotonic() - self.drawn >= 0.1:
+            self.draw()
+
+    def draw(self):
+        """Write the line over the one before."""
+        self.drawn = now = time.monotonic()
+        received, total = self.last
+        rate = received / max(now - self.started, 1e-3) / 1e6
+        so_far = "%d of %d bytes" % (received, total) if total else "%d bytes" % received
+        sys.stderr.write("\r%s, %.1f MB/s " % (so_far, rate))
+        sys.stderr.flush()
+
+    def end(self):
+        """Draw the line a last time, and end it."""
+        if self.last is not None:
+            self.draw()
+            sys.stderr.write("\n")
 
 
 def print_head(response):
@@ -1244,6 +1381,34 @@ def write_out(text):
     sys.stdout.write(text.encode(encoding, "replace").decode(encoding))
 
 
+def print_body(response):
+    """Write the body's bytes to stdout exactly; on a terminal, text only (as curl does)."""
+    terminal = sys.stdout.isatty()
+    if terminal and not is_text(response):
+        print("rest_client: the reply is binary (%s, %d bytes) and is not printed on a "
+              "terminal; use -o FILE to save it" % (media_type(response) or "no type",
+                                                   len(response.content)), file=sys.stderr)
+        return
+    sys.stdout.flush()  # what print_head wrote goes first
+    sys.stdout.buffer.write(response.content)
+    if terminal and not response.content.endswith(b"\n"):
+        sys.stdout.buffer.write(b"\n")  # so that the prompt starts on a line of its own
+
+
+def media_type(response):
+    """The reply's media type, in lower case, without parameters ("" when none)."""
+    return response.headers.get("Content-Type", [""])[0].split(";")[0].strip().lower()
+
+
+def is_text(response):
+    """Whether a body is text to show: text/*, JSON, XML or a +json or +xml type, without
+    a NUL byte; an empty body is nothing to hide."""
+    kind = media_type(response)
+    textual = (kind.startswith("text/") or kind in ("application/json", "application/xml")
+               or kind.endswith(("+json", "+xml")))
+    return not response.content or (textual and b"\0" not in response.content)
+
+
 def show(line):
     """Write one line of -v output to stderr."""
     print(line, file=sys.stderr)
@@ -1254,15 +1419,30 @@ def main(argv=None):
     under --fail, 2 for a mistake in the command (argparse's too), 3 when no reply came."""
     options = parse_arguments(argv)
     try:
-        request = request_from(options)
+        request, keywords = request_from(options), send_options(options)
     except OSError as error:
         print("rest_client: cannot read the body: %s" % error, file=sys.stderr)
         return 2
     except ValueError as error:  # json's words: "Expecting value: line 2 column 11 (char 12)"
         print("rest_client: --json is not JSON: %s" % error, file=sys.stderr)
         return 2
+    except UsageError as error:
+        print("rest_client: %s" % error, file=sys.stderr)
+        return 2
+    if options.insecure:
+        print("rest_client: warning: -k: the server's certificate is not checked, so anyone "
+              "on the way can read and change this exchange", file=sys.stderr)
     response, error = send(request, timeout=options.timeout, retries=options.retry,
-                           trace=show if options.verbose else None)
+                           trace=show if options.verbose else None, **keywords)
+    return report(options, keywords, response, error)
+
+
+def report(options, keywords, response, error):
+    """Print the reply (or the error), write the cookies; return the exit status."""
+    if "progress" in keywords:
+        keywords["progress"].end()
+    if options.cookie_jar:
+        save_cookies(keywords["cookies"], options.cookie_jar)
     if isinstance(error, ValueError):  # a URL or header that cannot be sent: a typo
         print("rest_client: cannot send: %s" % error, file=sys.stderr)
         return 2
@@ -1271,11 +1451,18 @@ def main(argv=None):
         return 3
     if options.include:
         print_head(response)
-    write_out(response.body)
-    if sys.stdout.isatty() and not response.body.endswith("\n"):
-        write_out("\n")  # so that the prompt starts on a line of its own
+    if not options.output:
+        print_body(response)
     sys.stdout.flush()
     return 1 if options.fail and response.status_code >= 400 else 0
+
+
+def save_cookies(jar, path):
+    """Write the jar to a Netscape cookie file (-c), session cookies too, as curl does."""
+    try:
+        jar.save(path, ignore_discard=True, ignore_expires=True)
+    except OSError as error:
+        print("rest_client: cannot write the cookies to %s: %s" % (path, error), file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -5,9 +5,13 @@ headers, other charsets, redirects, a stalled reply) and records what it receive
 end-to-end tests drive rest_users.py itself, from Python and from the command line.
 """
 
+import base64
 import collections
+import email.parser
+import email.policy
 import email.utils
 import gzip
+import hashlib
 import http.client
 import io
 import itertools
@@ -15,11 +19,14 @@ import json
 import os
 import pty
 import re
+import select
 import socket
+import ssl
 import subprocess
 import sys
 import threading
 import time
+import tracemalloc
 import types
 import urllib.error
 import zlib
@@ -31,7 +38,8 @@ import pytest
 
 import rest_client
 import rest_users
-from rest_client import Method, Request, Response, send
+from rest_client import (Method, MultipartForm, Request, Response, Upload, UrlEncodedForm, send,
+                         tls_context)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 KEY = "client-test-key"
@@ -116,6 +124,12 @@ class ScriptedHandler(BaseHTTPRequestHandler):
 
     def answer_empty(self, route, query):
         self.reply(200, b"", [("Content-Type", "application/json")])
+
+    def answer_set_cookie(self, route, query):
+        """Set the cookie ?cookie= names; with ?to=, as a 302 to there."""
+        headers = [("Set-Cookie", query["cookie"])] + (
+            [("Location", query["to"])] if "to" in query else [])
+        self.reply(302 if "to" in query else 200, b"set", headers)
 
     def answer_slow(self, route, query):
         self.server.release.wait(10)  # the client's timeout must end the wait first
@@ -891,6 +905,17 @@ class CountingServer:
     @staticmethod
     def read_request(stream):
         """The next request as a dict, or None when the client closed the connection."""
+        head = CountingServer.read_request_head(stream)
+        if head is None:
+            return None
+        method, target, headers = head
+        body = stream.read(int(headers.get("content-length", 0)))
+        return {"method": method, "target": target, "headers": headers, "body": body}
+
+    @staticmethod
+    def read_request_head(stream):
+        """The method, target and headers (names in lower case) of the next request, or None
+        when the client closed the connection."""
         line = stream.readline()
         if not line:
             return None
@@ -899,8 +924,7 @@ class CountingServer:
         for line in iter(stream.readline, b"\r\n"):
             name, _, value = line.decode("latin-1").partition(":")
             headers[name.lower()] = value.strip()
-        body = stream.read(int(headers.get("content-length", 0)))
-        return {"method": method, "target": target, "headers": headers, "body": body}
+        return method, target, headers
 
     def close(self):
         self.listener.close()
@@ -1167,3 +1191,282 @@ def test_a_request_that_timed_out_is_not_sent_again_and_ends_its_connection(coun
     assert send(Request("GET", server.url + "/"))[0].body == "ok"
     assert [request["target"] for request in server.requests] == ["/", "/slow", "/"]
     assert server.connections == 2
+
+
+# -- where curl works: exact bytes ---------------------------------------------------------
+
+BLOB = bytes(range(256)) * 12  # every byte value, 3,072 bytes: no charset decodes it back
+
+
+def blob_server(counting, headers=("Content-Type: application/octet-stream",)):
+    return counting(lambda number, request: answer(BLOB, headers=list(headers)))
+
+
+def test_content_holds_the_exact_bytes_and_body_the_text(counting):
+    server = blob_server(counting)
+    resp, err = send(Request("GET", server.url + "/blob.bin"))
+    assert err is None and resp.content == BLOB
+    assert resp.body == BLOB.decode("utf-8", errors="replace")
+    status, body, headers = resp  # still the three-tuple
+    assert (status, body, headers["Content-Length"]) == (200, resp.body, ["3072"])
+
+
+def test_content_is_the_bytes_after_the_coding_asked_for_is_undone(counting):
+    server = counting(lambda number, request: answer(gzip.compress(BLOB), headers=[
+        "Content-Encoding: gzip", "Content-Type: application/octet-stream"]))
+    resp, err = send(Request("GET", server.url + "/"))
+    assert err is None and resp.content == BLOB
+
+
+def test_cli_writes_the_exact_bytes_to_stdout(counting):
+    server = blob_server(counting)
+    result = run_cli("GET", server.url + "/blob.bin")
+    assert (result.returncode, result.stdout, result.stderr) == (0, BLOB, b"")
+
+
+def test_cli_writes_the_exact_bytes_to_a_file_and_nothing_else(counting, tmp_path):
+    server = blob_server(counting)
+    target = tmp_path / "blob.bin"
+    result = run_cli("GET", server.url + "/blob.bin", "-o", str(target))
+    assert (result.returncode, result.stdout, result.stderr) == (0, b"", b"")
+    assert target.read_bytes() == BLOB
+    assert os.listdir(str(tmp_path)) == ["blob.bin"]
+
+
+def on_terminal(args, stream="stdout"):
+    """Run the command line with stdout or stderr on a terminal, the other piped; its exit
+    status, what the terminal showed, and what the pipe got."""
+    controller, terminal = pty.openpty()
+    other = subprocess.PIPE
+    streams = {"stdout": terminal, "stderr": other} if stream == "stdout" else {
+        "stdout": other, "stderr": terminal}
+    process = subprocess.Popen([sys.executable, os.path.join(HERE, "rest_client.py")] + args,
+                               **streams)
+    os.close(terminal)
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(controller, 65536)
+        except OSError:  # the terminal's other end is closed: all is read
+            break
+        if not chunk:
+            break
+        shown += chunk
+    os.close(controller)
+    piped = (process.stderr if stream == "stdout" else process.stdout).read()
+    return process.wait(20), shown, piped
+
+
+def test_cli_does_not_print_a_binary_body_on_a_terminal_and_says_to_use_o(counting):
+    server = blob_server(counting)
+    status, shown, stderr = on_terminal(["GET", server.url + "/blob.bin"])
+    assert (status, shown) == (0, b"")
+    assert stderr == (b"rest_client: the reply is binary (application/octet-stream, 3072 "
+                      b"bytes) and is not printed on a terminal; use -o FILE to save it\n")
+
+
+@pytest.mark.parametrize("content_type", ["text/csv", "application/json", "application/xml",
+                                          "application/problem+json", "image/svg+xml"])
+def test_cli_prints_text_types_on_a_terminal(counting, content_type):
+    server = counting(lambda number, request: answer(b"a,b", headers=[
+        "Content-Type: " + content_type]))
+    status, shown, stderr = on_terminal(["GET", server.url + "/"])
+    assert (status, shown, stderr) == (0, b"a,b\r\n", b"")
+
+
+def test_cli_a_nul_byte_makes_text_binary_on_a_terminal(counting):
+    server = counting(lambda number, request: answer(b"a\0b", headers=["Content-Type: text/plain"]))
+    status, shown, stderr = on_terminal(["GET", server.url + "/"])
+    assert (status, shown) == (0, b"")
+    assert stderr.startswith(b"rest_client: the reply is binary (text/plain, 3 bytes)")
+
+
+# -- where curl works: downloads to a file as they arrive ----------------------------------
+
+MIB = 1 << 20
+
+
+class BulkServer:
+    """A raw HTTP/1.1 server for many bytes that allocates nothing per byte, so that
+    tracemalloc sees the client alone: GET /N sends N MiB of one repeated MiB; POST reads
+    the body into one buffer and answers its length and SHA-256."""
+
+    CHUNK = bytes(range(256)) * 4096
+
+    def __init__(self):
+        self.listener = socket.socket()
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(8)
+        self.url = "http://127.0.0.1:%d" % self.listener.getsockname()[1]
+        threading.Thread(target=self.accept, daemon=True).start()
+
+    def accept(self):
+        while True:
+            try:
+                connection, _ = self.listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=self.serve, args=(connection,), daemon=True).start()
+
+    def serve(self, connection):
+        with connection, connection.makefile("rb") as stream:
+            while True:
+                request = CountingServer.read_request_head(stream)
+                if request is None:
+                    return
+                method, target, headers = request
+                if method == "POST":
+                    self.answer_upload(connection, stream, int(headers["content-length"]))
+                else:
+                    self.send_mebibytes(connection, int(target.strip("/")))
+
+    def send_mebibytes(self, connection, count):
+        connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\n"
+                           b"Content-Length: %d\r\n\r\n" % (count * MIB))
+        for _ in range(count):
+            connection.sendall(self.CHUNK)
+
+    def answer_upload(self, connection, stream, length):
+        digest, buffer, left = hashlib.sha256(), memoryview(bytearray(MIB)), length
+        while left:
+            count = stream.readinto(buffer[:min(left, MIB)])
+            digest.update(buffer[:count])
+            left -= count
+        body = json.dumps({"bytes": length, "sha256": digest.hexdigest()}).encode()
+        connection.sendall(answer(body, headers=["Content-Type: application/json"]))
+
+    def close(self):
+        self.listener.close()
+
+
+@pytest.fixture(scope="module")
+def bulk():
+    server = BulkServer()
+    yield server
+    server.close()
+
+
+def test_a_64_mib_download_goes_to_a_file_never_more_than_8_mib_in_memory(bulk, tmp_path):
+    target = str(tmp_path / "big.bin")
+    tracemalloc.start()
+    try:
+        resp, err = send(Request("GET", bulk.url + "/64"), save_to=target)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert err is None and resp.status_code == 200
+    assert (resp.body, resp.content, resp.saved_to, resp.saved_size) == ("", b"", target,
+                                                                          64 * MIB)
+    assert peak < 8 * MIB
+    with open(target, "rb") as file:
+        pieces = iter(lambda: file.read(MIB), b"")
+        assert all(piece == BulkServer.CHUNK for piece in pieces)
+    assert os.path.getsize(target) == 64 * MIB and os.listdir(str(tmp_path)) == ["big.bin"]
+
+
+def test_a_download_to_a_file_object_says_where_the_bytes_went(counting):
+    server = counting(lambda number, request: answer(gzip.compress(BLOB), headers=[
+        "Content-Encoding: gzip"]))
+    file = io.BytesIO()
+    resp, err = send(Request("GET", server.url + "/"), save_to=file)
+    assert err is None and (resp.saved_to, resp.saved_size) == (file, len(BLOB))
+    assert file.getvalue() == BLOB and resp.body == ""
+
+
+def test_a_download_after_a_redirect_holds_the_last_body_only(counting, tmp_path):
+    def answer_for(number, request):
+        if request["target"] == "/old":
+            return answer(b"moved", status="302 Found", headers=["Location: /new"])
+        return answer(BLOB)
+
+    server = counting(answer_for)
+    target = tmp_path / "blob.bin"
+    resp, err = send(Request("GET", server.url + "/old"), save_to=str(target))
+    assert err is None and resp.url == server.url + "/new"
+    assert target.read_bytes() == BLOB and resp.saved_size == len(BLOB)
+
+
+def test_an_error_reply_is_written_to_the_file_too_as_curl_does(counting, tmp_path):
+    server = counting(lambda number, request: answer(b"gone", status="404 Not Found"))
+    target = tmp_path / "x"
+    resp, err = send(Request("GET", server.url + "/"), save_to=str(target))
+    assert (resp.status_code, target.read_bytes(), resp.saved_size) == (404, b"gone", 4)
+
+
+SHORT = (b"HTTP/1.1 200 OK\r\nContent-Length: 5000\r\n\r\n" + BLOB[:1000], CLOSE)
+BROKEN_GZIP = (answer(gzip.compress(BLOB)[:-20], headers=["Content-Encoding: gzip"]), CLOSE)
+
+
+@pytest.mark.parametrize("reply, error", [(SHORT, rest_client.BrokenDownload),
+                                          (BROKEN_GZIP, rest_client.UndecodableReply)])
+def test_a_download_that_fails_half_way_is_an_error_and_leaves_no_file(
+        counting, tmp_path, reply, error):
+    server = counting(lambda number, request: reply)
+    resp, err = send(Request("GET", server.url + "/"), save_to=str(tmp_path / "x.bin"))
+    assert resp is None and isinstance(err, error)
+    assert os.listdir(str(tmp_path)) == []
+    result = run_cli("GET", server.url + "/", "-o", str(tmp_path / "x.bin"))
+    assert (result.returncode, result.stdout) == (3, b"")
+    assert result.stderr.startswith(b"rest_client: no reply: ") and result.stderr.count(b"\n") == 1
+    assert os.listdir(str(tmp_path)) == []
+
+
+def test_a_short_download_says_how_short(counting, tmp_path):
+    server = counting(lambda number, request: SHORT)
+    resp, err = send(Request("GET", server.url + "/"), save_to=io.BytesIO())
+    assert str(err) == "the reply ended after 1000 bytes, 4000 short of its length"
+
+
+def test_a_download_into_a_missing_folder_is_an_error_value(counting, tmp_path):
+    server = blob_server(counting)
+    resp, err = send(Request("GET", server.url + "/"), save_to=str(tmp_path / "no" / "x"))
+    assert resp is None and isinstance(err, FileNotFoundError)
+
+
+def test_cli_shows_progress_on_a_terminal_stderr_only(bulk, tmp_path):
+    target = str(tmp_path / "three.bin")
+    started = time.monotonic()
+    status, shown, stdout = on_terminal(["GET", bulk.url + "/3", "-o", target], "stderr")
+    elapsed = time.monotonic() - started
+    assert (status, stdout, os.path.getsize(target)) == (0, b"", 3 * MIB)
+    lines = shown.decode().split("\r")
+    assert shown.endswith(b"\r\n") and 2 <= len(lines) <= 2 + 10 * elapsed + 1
+    assert re.fullmatch(r"3145728 of 3145728 bytes, [0-9.]+ MB/s \n", lines[-2] + "\n")
+    assert run_cli("GET", bulk.url + "/1", "-o", target).stderr == b""  # not a terminal
+
+
+# -- where curl works: the three bugs ------------------------------------------------------
+
+def test_cli_repeated_query_parameters_and_headers_keep_every_value_in_order(counting):
+    server = counting(lambda number, request: answer())
+    result = run_cli("GET", server.url + "/", "-q", "name=Ada", "-q", "name=Alan",
+                     "-H", "X-Tag: b", "-H", "X-Tag: a")
+    assert result.returncode == 0
+    assert server.requests[-1]["target"] == "/?name=Ada&name=Alan"
+    assert server.requests[-1]["headers"]["x-tag"] == "b, a"  # one line (RFC 9110 §5.3)
+
+
+@pytest.mark.parametrize("value", ["²", "¹0", "\u0661", "\uff13"])
+def test_a_retry_after_in_non_ascii_digits_is_not_a_number(value):
+    assert rest_client.retry_after(reply_with_retry_after(value)) is None
+
+
+def test_a_superscript_retry_after_backs_off_instead_of_raising(counting, monkeypatch):
+    server = counting(lambda number, request: answer(status="503 Service Unavailable",
+                                                     headers=["Retry-After: ²"]))
+    waits = waits_instead_of_sleeping(monkeypatch)
+    resp, err = send(Request("GET", server.url + "/"), retries=1)
+    assert err is None and resp.status_code == 503 and resp.headers["Retry-After"] == ["²"]
+    assert len(waits) == 1 and 0.25 <= waits[0] <= 0.75
+
+
+@pytest.mark.parametrize("method, head", [
+    ("HEAD", "HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: 31\r\n\r\n"),
+    ("GET", "HTTP/1.1 204 No Content\r\nContent-Encoding: gzip\r\n\r\n"),
+    ("GET", "HTTP/1.1 304 Not Modified\r\nContent-Encoding: gzip\r\nContent-Length: 31\r\n\r\n"),
+])
+def test_head_204_and_304_have_no_body_to_decode(counting, method, head):
+    server = counting(lambda number, request: head.encode())
+    resp, err = send(Request(method, server.url + "/"))
+    assert err is None and (resp.body, resp.content) == ("", b"")
+    assert resp.headers["Content-Encoding"] == ["gzip"]
