@@ -1470,3 +1470,198 @@ def test_head_204_and_304_have_no_body_to_decode(counting, method, head):
     resp, err = send(Request(method, server.url + "/"))
     assert err is None and (resp.body, resp.content) == ("", b"")
     assert resp.headers["Content-Encoding"] == ["gzip"]
+
+
+# -- where curl works: TLS with your own CA and client certificates -----------------------
+
+PKI = {  # made once with openssl: a CA, and a server (localhost, 127.0.0.1) and a client
+    # it signed, EC P-256, valid until 2126
+    "ca.pem": """-----BEGIN CERTIFICATE-----
+MIIBojCCAUmgAwIBAgIUC9P0y2cYFGJ5s6BCH51cpmaWMtswCgYIKoZIzj0EAwIw
+HjEcMBoGA1UEAwwTcmVzdF9jbGllbnQgdGVzdCBDQTAgFw0yNjExMjUxMzE0NTla
+GA8yMTI2MTEwMTEzMTQ1OVowHjEcMBoGA1UEAwwTcmVzdF9jbGllbnQgdGVzdCBD
+QTBZMBMGByqGSM49AgEGCCqGSM49AwEHA0IABOP6NzdGRFcKRlFcoBPNpUeC/XAV
+qJ26UoBJFx+JsWzjkU+ZGdGnEmIeOGISCcZCYLpnzLv1O84CKvF3xtRmmSKjYzBh
+MB0GA1UdDgQWBBRgvh2Wu9mwPbSIiPa8G0XGTIPEEDAfBgNVHSMEGDAWgBRgvh2W
+u9mwPbSIiPa8G0XGTIPEEDAPBgNVHRMBAf8EBTADAQH/MA4GA1UdDwEB/wQEAwIB
+BjAKBggqhkjOPQQDAgNHADBEAiA79U/SlVj/nPbAYyJgM10ew2ApfBt9JlDqgHx9
+DLSybAIgaZTJ5AEHsUZNjxbFo7nBcXl23md/napmHBBmzb4Qfdk=
+-----END CERTIFICATE-----
+""",
+    "server.pem": """-----BEGIN CERTIFICATE-----
+MIIBszCCAVqgAwIBAgIUO2CGl6LOkbfi9vgj5hhCUJH5DzswCgYIKoZIzj0EAwIw
+HjEcMBoGA1UEAwwTcmVzdF9jbGllbnQgdGVzdCBDQTAgFw0yNjExMjUxMzE0NTla
+GA8yMTI2MTEwMTEzMTQ1OVowFDESMBAGA1UEAwwJbG9jYWxob3N0MFkwEwYHKoZI
+zj0CAQYIKoZIzj0DAQcDQgAEqEQSWPxmp5o3s6U5obpHqi9CGHBl5Un9ZkSnS1lV
+lA/TPzivSgOf6YVb/FHmzFBHnVUw4Jt+WVji+AeOR64H8qN+MHwwGgYDVR0RBBMw
+EYIJbG9jYWxob3N0hwR/AAABMAkGA1UdEwQCMAAwEwYDVR0lBAwwCgYIKwYBBQUH
+AwEwHQYDVR0OBBYEFHscJgpoSlv7YpgLAr4LeIcJJnJ7MB8GA1UdIwQYMBaAFGC+
+HZa72bA9tIiI9rwbRcZMg8QQMAoGCCqGSM49BAMCA0cAMEQCIF94RxFAyg78ddwv
+scmyXBbhb/OHaWXIm9josymj327MAiAKc4XyZUuZJ9Z9VM1qAH9YdD3d+xtT4sTZ
+Q3wm/OJgRw==
+-----END CERTIFICATE-----
+""",
+    "server.key": """-----BEGIN PRIVATE KEY-----
+MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgJLXpWrVZbJdT5CZF
+dnumzYZKwC4V9ZQyIfR6wTDJr56hRANCAASoRBJY/GanmjezpTmhukeqL0IYcGXl
+Sf1mRKdLWVWUD9M/OK9KA5/phVv8UebMUEedVTDgm35ZWOL4B45Hrgfy
+-----END PRIVATE KEY-----
+""",
+    "client.pem": """-----BEGIN CERTIFICATE-----
+MIIBpzCCAUygAwIBAgIUO2CGl6LOkbfi9vgj5hhCUJH5DzwwCgYIKoZIzj0EAwIw
+HjEcMBoGA1UEAwwTcmVzdF9jbGllbnQgdGVzdCBDQTAgFw0yNjExMjUxMzE0NTla
+GA8yMTI2MTEwMTEzMTQ1OVowIjEgMB4GA1UEAwwXcmVzdF9jbGllbnQgdGVzdCBj
+bGllbnQwWTATBgcqhkjOPQIBBggqhkjOPQMBBwNCAAQO4y70hpmNC02TliLQ9bkm
+5Ee+Q7/DIQ12gHnZGIB6vWEgErZcuTVllR4LWgaiubeqkmkaRJEbQm0p6b8sTXjx
+o2IwYDAJBgNVHRMEAjAAMBMGA1UdJQQMMAoGCCsGAQUFBwMCMB0GA1UdDgQWBBQr
+cGwAoK65FPUhwDirMXzodef/pzAfBgNVHSMEGDAWgBRgvh2Wu9mwPbSIiPa8G0XG
+TIPEEDAKBggqhkjOPQQDAgNJADBGAiEAnCeLTrxGhBMve20eM1T9hhE78u6tWqoy
+LwMk6DbPz8kCIQDx63MNVze92P9KwiwJCDieXW+vhhM3HE8xsxbAg8wIdg==
+-----END CERTIFICATE-----
+""",
+    "client.key": """-----BEGIN PRIVATE KEY-----
+MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgLoPICYYMbsOwMv/U
+DpuFK5tDc/W806WSJo6V5Hh75iahRANCAAQO4y70hpmNC02TliLQ9bkm5Ee+Q7/D
+IQ12gHnZGIB6vWEgErZcuTVllR4LWgaiubeqkmkaRJEbQm0p6b8sTXjx
+-----END PRIVATE KEY-----
+""",
+}
+CA_HASH = "c3039ded"  # openssl x509 -hash: the name OpenSSL looks for in a CA folder
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory):
+    """The PEM files on disk, and a CA folder as OpenSSL reads one (capath, SSL_CERT_DIR)."""
+    folder = tmp_path_factory.mktemp("pki")
+    for name, text in PKI.items():
+        (folder / name).write_text(text)
+    (folder / "cas").mkdir()
+    (folder / "cas" / (CA_HASH + ".0")).write_text(PKI["ca.pem"])
+    paths = {name.replace(".", "_"): str(folder / name) for name in PKI}
+    return types.SimpleNamespace(cas=str(folder / "cas"), **paths)
+
+
+def serve_scripted(server, scheme="http"):
+    """Start a ScriptedServer in a thread; it records what it receives."""
+    server.received, server.attempts, server.arrivals, server.dates = [], {}, {}, {}
+    server.release = threading.Event()
+    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
+    server.url = "%s://127.0.0.1:%d" % (scheme, server.server_address[1])
+    return server
+
+
+def tls_server(pki, client_certificate):
+    """A ScriptedServer on TLS with the test CA's server certificate, which asks for a
+    client certificate signed by that CA when client_certificate is true."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(pki.server_pem, pki.server_key)
+    if client_certificate:
+        context.verify_mode = ssl.CERT_REQUIRED
+        context.load_verify_locations(pki.ca_pem)
+    server = ScriptedServer(("127.0.0.1", 0), ScriptedHandler)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    return serve_scripted(server, "https")
+
+
+@pytest.fixture(scope="module")
+def tls(pki):
+    server = tls_server(pki, client_certificate=False)
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture(scope="module")
+def mutual_tls(pki):
+    server = tls_server(pki, client_certificate=True)
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+ECHO_GET = {"method": "GET", "path": "/echo", "body": ""}
+
+
+def test_https_with_the_ca_given_is_verified(tls, pki):
+    resp, err = send(Request("GET", tls.url + "/echo"), context=tls_context(cacert=pki.ca_pem))
+    assert err is None and resp.status_code == 200 and resp.json() == ECHO_GET
+
+
+def test_https_with_a_ca_folder_is_verified(tls, pki):
+    resp, err = send(Request("GET", tls.url + "/echo"), context=tls_context(capath=pki.cas))
+    assert err is None and resp.json() == ECHO_GET
+
+
+def test_the_same_tls_settings_give_the_same_context(pki):
+    assert tls_context(cacert=pki.ca_pem) is tls_context(cacert=pki.ca_pem)
+
+
+def test_an_untrusted_certificate_is_an_error_that_says_how_to_trust_the_ca(tls):
+    rest_client.close()
+    before = len(tls.received)
+    resp, err = send(Request("GET", tls.url + "/echo"))
+    assert resp is None and isinstance(err, rest_client.UntrustedCertificate)
+    assert "certificate verify failed" in str(err)
+    assert "--cacert FILE" in str(err) and "SSL_CERT_FILE=FILE" in str(err)
+    result = run_cli("GET", tls.url + "/echo")
+    assert (result.returncode, result.stdout) == (3, b"")
+    assert result.stderr.count(b"\n") == 1 and b"--cacert FILE" in result.stderr
+    assert len(tls.received) == before
+
+
+@pytest.mark.parametrize("variable, name", [("SSL_CERT_FILE", "ca_pem"),
+                                            ("SSL_CERT_DIR", "cas")])
+def test_ssl_cert_file_and_ssl_cert_dir_are_honoured(tls, pki, variable, name):
+    result = run_cli_process("GET", tls.url + "/echo", env={variable: getattr(pki, name)})
+    assert (result.returncode, json.loads(result.stdout)) == (0, ECHO_GET)
+
+
+def test_a_client_certificate_is_shown_for_mutual_tls(mutual_tls, pki):
+    context = tls_context(cacert=pki.ca_pem, cert=pki.client_pem, key=pki.client_key)
+    resp, err = send(Request("GET", mutual_tls.url + "/echo"), context=context)
+    assert err is None and resp.json() == ECHO_GET
+    result = run_cli("GET", mutual_tls.url + "/echo", "--cacert", pki.ca_pem,
+                     "--cert", pki.client_pem, "--key", pki.client_key)
+    assert (result.returncode, json.loads(result.stdout)) == (0, ECHO_GET)
+
+
+def test_without_a_client_certificate_mutual_tls_is_an_error_value(mutual_tls, pki):
+    before = len(mutual_tls.received)
+    resp, err = send(Request("GET", mutual_tls.url + "/echo"),
+                     context=tls_context(cacert=pki.ca_pem))
+    assert resp is None and isinstance(err, OSError)
+    assert len(mutual_tls.received) == before
+
+
+def test_cli_insecure_skips_verification_and_warns_once(tls):
+    result = run_cli("GET", tls.url + "/echo", "-k")
+    assert (result.returncode, json.loads(result.stdout)) == (0, ECHO_GET)
+    assert result.stderr == (b"rest_client: warning: -k: the server's certificate is not "
+                             b"checked, so anyone on the way can read and change this "
+                             b"exchange\n")
+    assert run_cli("GET", tls.url + "/echo", "--insecure").returncode == 0
+
+
+def test_a_connection_made_without_verification_is_never_reused_to_verify(tls):
+    rest_client.close()
+    insecure = tls_context(insecure=True)
+    assert send(Request("GET", tls.url + "/echo"), context=insecure)[0].status_code == 200
+    resp, err = send(Request("GET", tls.url + "/echo"))
+    assert resp is None and isinstance(err, rest_client.UntrustedCertificate)
+    assert send(Request("GET", tls.url + "/echo"), context=insecure)[0].status_code == 200
+
+
+@pytest.mark.parametrize("arguments", [["--cacert", "missing.pem"], ["--capath", "missing"],
+                                       ["--cert", "missing.pem"],
+                                       ["--cert", "client.pem", "--key", "missing.key"],
+                                       ["--cacert", "server.key"]])
+def test_cli_a_certificate_that_cannot_be_read_is_a_usage_error(counting, pki, arguments):
+    server = counting(lambda number, request: answer())
+    folder = os.path.dirname(pki.ca_pem)
+    arguments = [os.path.join(folder, argument) if not argument.startswith("-") else argument
+                 for argument in arguments]
+    result = run_cli("GET", server.url + "/", *arguments)
+    assert (result.returncode, result.stdout) == (2, b"")
+    assert result.stderr.startswith(b"rest_client: cannot read --cacert, --capath, --cert "
+                                    b"or --key: ") and result.stderr.count(b"\n") == 1
+    assert server.requests == []
