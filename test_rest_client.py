@@ -1665,3 +1665,118 @@ def test_cli_a_certificate_that_cannot_be_read_is_a_usage_error(counting, pki, a
     assert result.stderr.startswith(b"rest_client: cannot read --cacert, --capath, --cert "
                                     b"or --key: ") and result.stderr.count(b"\n") == 1
     assert server.requests == []
+
+
+# -- where curl works: credentials ---------------------------------------------------------
+
+def basic(user, password):
+    """The Authorization value RFC 7617 gives for a user and password, in UTF-8."""
+    return "Basic " + base64.b64encode(("%s:%s" % (user, password)).encode()).decode()
+
+
+def with_user_info(url, user_info):
+    return url.replace("://", "://%s@" % user_info)
+
+
+def test_basic_auth_sends_the_user_and_password_in_utf8(scripted):
+    send(Request("GET", scripted.url + "/echo"), auth=("ada", "pässwörd"))
+    assert last_header(scripted, "Authorization") == "Basic YWRhOnDDpHNzd8O2cmQ="
+    assert basic("ada", "pässwörd") == "Basic YWRhOnDDpHNzd8O2cmQ="
+
+
+def test_credentials_in_the_url_are_percent_decoded_and_never_in_the_request_line(scripted):
+    url = with_user_info(scripted.url + "/echo", "ad%40a:p%3As%20s")
+    resp, err = send(Request("GET", url))
+    assert err is None and resp.json()["path"] == "/echo"
+    assert last_header(scripted, "Authorization") == basic("ad@a", "p:s s")
+    result = run_cli("GET", url, "-v")
+    assert result.returncode == 0 and b"p%3As" not in result.stderr and b"ad%40a" not in result.stderr
+    assert b"> GET /echo HTTP/1.1\n" in result.stderr
+    assert b"> Authorization: Basic ***\n" in result.stderr
+
+
+@pytest.fixture
+def netrc_file(tmp_path, monkeypatch):
+    path = tmp_path / "netrc"
+    path.write_text("machine 127.0.0.1 login net password rc\n")
+    monkeypatch.setenv("NETRC", str(path))
+    return path
+
+
+@pytest.mark.parametrize("headers, auth, user_info, use_netrc, sent", [
+    ({"Authorization": "Bearer k"}, ("u", "p"), "url:info", True, "Bearer k"),
+    (None, ("u", "p"), "url:info", True, basic("u", "p")),
+    (None, None, "url:info", True, basic("url", "info")),
+    (None, None, None, True, basic("net", "rc")),
+    (None, None, None, False, None),  # .netrc is read only when asked
+])
+def test_which_credentials_are_sent_header_then_auth_then_url_then_netrc(
+        scripted, netrc_file, headers, auth, user_info, use_netrc, sent):
+    url = scripted.url + "/echo"
+    url = with_user_info(url, user_info) if user_info else url
+    resp, err = send(Request("GET", url, headers=headers), auth=auth, netrc=use_netrc)
+    assert err is None and last_header(scripted, "Authorization") == sent
+
+
+def test_cli_netrc_and_user_with_password(scripted, netrc_file):
+    assert run_cli("GET", scripted.url + "/echo", "--netrc").returncode == 0
+    assert last_header(scripted, "Authorization") == basic("net", "rc")
+    assert run_cli("GET", scripted.url + "/echo", "--netrc", "-u", "ada:a:b").returncode == 0
+    assert last_header(scripted, "Authorization") == basic("ada", "a:b")
+
+
+def test_cli_user_without_password_asks_for_it_on_the_terminal(scripted, monkeypatch):
+    prompts = []
+    monkeypatch.setattr(rest_client.getpass, "getpass",
+                        lambda prompt: prompts.append(prompt) or "s3cret")
+    assert run_cli("GET", scripted.url + "/echo", "-u", "ada").returncode == 0
+    assert prompts == ["Enter host password for user 'ada':"]
+    assert last_header(scripted, "Authorization") == basic("ada", "s3cret")
+
+
+@pytest.mark.parametrize("name", ["Authorization", "Cookie", "Proxy-Authorization"])
+def test_no_credential_follows_a_redirect_to_another_host_or_port(scripted, counting, name):
+    other_port = counting(lambda number, request: answer())
+    headers = {name: "secret", "X-Test": "1"}
+    for target, kept in [("/echo", True), ("http://localhost:%d/echo" % scripted.server_address[1],
+                                           False)]:
+        send(Request("GET", scripted.url + "/redirect/302", headers, {"to": target}))
+        assert scripted.received[-1]["path"] == "/echo"
+        assert last_header(scripted, name) == ("secret" if kept else None)
+        assert last_header(scripted, "X-Test") == "1"
+    send(Request("GET", scripted.url + "/redirect/302", headers, {"to": other_port.url + "/"}))
+    assert name.lower() not in other_port.requests[-1]["headers"]
+    assert other_port.requests[-1]["headers"]["x-test"] == "1"
+
+
+def test_no_credential_follows_a_redirect_from_https_to_http(tls, scripted, pki):
+    context = tls_context(cacert=pki.ca_pem)
+    resp, err = send(Request("GET", tls.url + "/redirect/302", {"Authorization": "Bearer x"},
+                             {"to": scripted.url + "/echo"}), context=context)
+    assert err is None and resp.url == scripted.url + "/echo"
+    assert last_header(scripted, "Authorization") is None
+
+
+@pytest.mark.parametrize("url, new_url, kept", [
+    ("http://h/a", "http://h/b", True),
+    ("http://h/a", "https://h/b", True),  # to https on the same host, default ports
+    ("http://h:80/a", "https://h:443/b", True),
+    ("https://h/a", "http://h/b", False),
+    ("http://h:8080/a", "https://h:8443/b", False),
+    ("http://h/a", "http://h:8080/b", False),
+    ("http://h/a", "http://g/b", False),
+])
+def test_credentials_may_follow_to_the_same_host_and_port_never_to_http(url, new_url, kept):
+    assert rest_client.credentials_may_follow(url, new_url) is kept
+
+
+def test_cli_verbose_shows_every_credential_as_stars(scripted):
+    result = run_cli("GET", scripted.url + "/cookies", "-v", "-u", "ada:pw",
+                     "-H", "Cookie: sid=s3cret", "-H", "Proxy-Authorization: Basic c2VjcmV0")
+    lines = result.stderr.decode().splitlines()
+    assert "> Authorization: Basic ***" in lines and "> Cookie: ***" in lines
+    assert "> Proxy-Authorization: Basic ***" in lines
+    assert lines.count("< Set-Cookie: ***") == 2
+    assert b"pw" not in result.stderr and b"s3cret" not in result.stderr
+    assert b"c2VjcmV0" not in result.stderr and b"a=1" not in result.stderr
+    assert last_header(scripted, "Cookie") == "sid=s3cret"
