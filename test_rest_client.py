@@ -1780,3 +1780,181 @@ def test_cli_verbose_shows_every_credential_as_stars(scripted):
     assert b"pw" not in result.stderr and b"s3cret" not in result.stderr
     assert b"c2VjcmV0" not in result.stderr and b"a=1" not in result.stderr
     assert last_header(scripted, "Cookie") == "sid=s3cret"
+
+
+# -- where curl works: proxies -------------------------------------------------------------
+
+PROXY_USER, PROXY_PASSWORD = "proxy", "p@ss:w rd"
+
+
+class TestProxyHandler(BaseHTTPRequestHandler):
+    """A forward proxy, to 127.0.0.1 only: it asks for Basic proxy credentials (a 407
+    without them), forwards plain http requests, and tunnels CONNECT; server.received
+    records each request it got."""
+
+    protocol_version = "HTTP/1.1"
+    __test__ = False  # not a test class, whatever its name
+
+    def log_message(self, format, *args):
+        pass
+
+    def allowed(self):
+        """Record the request; answer 407 unless it has the proxy's credentials."""
+        self.server.received.append({"method": self.command, "target": self.path,
+                                     "version": self.request_version,
+                                     "headers": dict(self.headers.items())})
+        if self.headers.get("Proxy-Authorization") == basic(PROXY_USER, PROXY_PASSWORD):
+            return True
+        body = b"proxy credentials, please"
+        self.send_response(407)
+        self.send_header("Proxy-Authenticate", 'Basic realm="proxy"')
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+        return False
+
+    def do_GET(self):
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length)
+        if not self.allowed():
+            return
+        target = urlsplit(self.path)
+        assert target.hostname == "127.0.0.1"
+        headers = {name: value for name, value in self.headers.items()
+                   if name.lower() not in ("host", "proxy-authorization", "connection")}
+        origin = http.client.HTTPConnection("127.0.0.1", target.port, timeout=10)
+        origin.request(self.command, self.path.split(target.netloc, 1)[1], body or None, headers)
+        reply = origin.getresponse()
+        data = reply.read()
+        origin.close()
+        self.send_response(reply.status)
+        for name, value in reply.getheaders():
+            if name.lower() not in ("content-length", "connection", "transfer-encoding",
+                                    "server", "date"):
+                self.send_header(name, value)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    do_POST = do_GET
+
+    def do_CONNECT(self):
+        if not self.allowed():
+            return
+        host, _, port = self.path.rpartition(":")
+        assert host == "127.0.0.1"
+        with socket.create_connection((host, int(port)), timeout=10) as upstream:
+            self.wfile.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
+            relay(self.connection, upstream)
+        self.close_connection = True
+
+
+def relay(one, other):
+    """Pass bytes both ways until either side closes."""
+    while True:
+        for sock in select.select([one, other], [], [], 30)[0] or [one]:
+            data = sock.recv(65536)
+            if not data:
+                return
+            (other if sock is one else one).sendall(data)
+
+
+@pytest.fixture(scope="module")
+def proxy():
+    server = serve_scripted(ScriptedServer(("127.0.0.1", 0), TestProxyHandler))
+    server.with_credentials = with_user_info(server.url, "proxy:p%40ss%3Aw%20rd")
+    yield server
+    rest_client.close()  # the tunnels kept open
+    server.shutdown()
+    server.server_close()
+
+
+def test_a_proxy_gets_its_credentials_for_plain_http(proxy, scripted):
+    resp, err = send(Request("GET", scripted.url + "/echo?x=1"), proxy=proxy.with_credentials)
+    assert err is None and resp.status_code == 200
+    assert resp.json() == {"method": "GET", "path": "/echo?x=1", "body": ""}
+    got = proxy.received[-1]
+    assert (got["method"], got["target"]) == ("GET", scripted.url + "/echo?x=1")
+    assert got["headers"]["Proxy-Authorization"] == basic(PROXY_USER, PROXY_PASSWORD)
+
+
+def test_https_through_a_proxy_sends_its_credentials_on_the_connect_only(proxy, tls, pki):
+    rest_client.close()
+    port = tls.server_address[1]
+    resp, err = send(Request("GET", tls.url + "/echo"), proxy=proxy.with_credentials,
+                     context=tls_context(cacert=pki.ca_pem))
+    assert err is None and resp.json() == ECHO_GET
+    got = proxy.received[-1]
+    assert (got["method"], got["target"], got["version"]) == (
+        "CONNECT", "127.0.0.1:%d" % port, "HTTP/1.1")  # not HTTP/1.0 without Host: gh-66897
+    assert got["headers"]["Host"] == "127.0.0.1:%d" % port
+    assert got["headers"]["Proxy-Authorization"] == basic(PROXY_USER, PROXY_PASSWORD)
+    assert "proxy-authorization" not in [name.lower() for name, _ in tls.received[-1]["headers"]]
+
+
+def test_https_through_a_proxy_keeps_the_tunnel_for_the_next_request(proxy, tls, pki):
+    rest_client.close()
+    before = len(proxy.received)
+    for _ in range(3):
+        resp, err = send(Request("GET", tls.url + "/echo"), proxy=proxy.with_credentials,
+                         context=tls_context(cacert=pki.ca_pem))
+        assert err is None and resp.status_code == 200
+    assert len(proxy.received) == before + 1  # one CONNECT
+
+
+@pytest.mark.parametrize("scheme", ["http", "https"])
+def test_a_proxy_that_wants_credentials_gives_a_407_response(proxy, scripted, tls, pki, scheme):
+    rest_client.close()
+    url = (scripted if scheme == "http" else tls).url + "/echo"
+    resp, err = send(Request("GET", url), proxy=proxy.url, context=tls_context(cacert=pki.ca_pem))
+    assert err is None and resp.status_code == 407
+    assert resp.body == "proxy credentials, please"
+    assert resp.headers["Proxy-Authenticate"] == ['Basic realm="proxy"']
+    result = run_cli("GET", url, "-x", proxy.url, "--cacert", pki.ca_pem, "--fail")
+    assert (result.returncode, result.stdout) == (1, b"proxy credentials, please")
+
+
+def test_the_environment_names_the_proxy_lower_case_first(proxy, scripted, monkeypatch):
+    monkeypatch.setenv("http_proxy", proxy.with_credentials)
+    monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:1")
+    monkeypatch.delenv("no_proxy", raising=False)
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    before = len(proxy.received)
+    resp, err = send(Request("GET", scripted.url + "/echo"))
+    assert err is None and resp.status_code == 200 and len(proxy.received) == before + 1
+
+
+@pytest.mark.parametrize("variable", ["no_proxy", "NO_PROXY"])
+def test_no_proxy_sends_direct(proxy, scripted, monkeypatch, variable):
+    monkeypatch.setenv("http_proxy", proxy.url)
+    monkeypatch.setenv(variable, "example.com, 127.0.0.1")
+    before = len(proxy.received)
+    resp, err = send(Request("GET", scripted.url + "/echo"))
+    assert err is None and resp.status_code == 200 and len(proxy.received) == before
+
+
+def test_cli_proxy_and_noproxy_win_over_the_environment(proxy, scripted):
+    env = {"http_proxy": "http://127.0.0.1:1", "no_proxy": ""}
+    before = len(proxy.received)
+    result = run_cli_process("GET", scripted.url + "/echo", "-x", proxy.with_credentials, env=env)
+    assert (result.returncode, json.loads(result.stdout)) == (0, ECHO_GET)
+    assert len(proxy.received) == before + 1
+    result = run_cli_process("GET", scripted.url + "/echo", "--noproxy", "127.0.0.1", env=env)
+    assert (result.returncode, json.loads(result.stdout)) == (0, ECHO_GET)
+    assert len(proxy.received) == before + 1
+
+
+@pytest.mark.parametrize("host, no_proxy, bypassed", [
+    ("api.example.com", ".example.com", True),  # bpo-39057: a leading dot
+    ("example.com", ".example.com", True),
+    ("api.example.com", "example.com", True),
+    ("badexample.com", "example.com", False),
+    ("example.com", "  other.org , example.com  ", True),
+    ("anything", "*", True),
+    ("10.1.2.3", "10.0.0.0/8", True),
+    ("11.1.2.3", "10.0.0.0/8", False),
+    ("127.0.0.1", "localhost", False),
+    ("example.com", "", False),
+])
+def test_no_proxy_is_read_as_curl_reads_it(host, no_proxy, bypassed):
+    assert rest_client.bypassed(host, no_proxy) is bypassed
