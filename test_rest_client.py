@@ -1289,7 +1289,7 @@ MIB = 1 << 20
 class BulkServer:
     """A raw HTTP/1.1 server for many bytes that allocates nothing per byte, so that
     tracemalloc sees the client alone: GET /N sends N MiB of one repeated MiB; POST reads
-    the body into one buffer and answers its length and SHA-256."""
+    the body into one buffer and answers its length, SHA-256 and Content-Type."""
 
     CHUNK = bytes(range(256)) * 4096
 
@@ -1316,7 +1316,7 @@ class BulkServer:
                     return
                 method, target, headers = request
                 if method == "POST":
-                    self.answer_upload(connection, stream, int(headers["content-length"]))
+                    self.answer_upload(connection, stream, headers)
                 else:
                     self.send_mebibytes(connection, int(target.strip("/")))
 
@@ -1326,13 +1326,15 @@ class BulkServer:
         for _ in range(count):
             connection.sendall(self.CHUNK)
 
-    def answer_upload(self, connection, stream, length):
+    def answer_upload(self, connection, stream, headers):
+        length = int(headers["content-length"])
         digest, buffer, left = hashlib.sha256(), memoryview(bytearray(MIB)), length
         while left:
             count = stream.readinto(buffer[:min(left, MIB)])
             digest.update(buffer[:count])
             left -= count
-        body = json.dumps({"bytes": length, "sha256": digest.hexdigest()}).encode()
+        body = json.dumps({"bytes": length, "sha256": digest.hexdigest(),
+                           "content_type": headers["content-type"]}).encode()
         connection.sendall(answer(body, headers=["Content-Type: application/json"]))
 
     def close(self):
@@ -1958,3 +1960,124 @@ def test_cli_proxy_and_noproxy_win_over_the_environment(proxy, scripted):
 ])
 def test_no_proxy_is_read_as_curl_reads_it(host, no_proxy, bypassed):
     assert rest_client.bypassed(host, no_proxy) is bypassed
+
+
+# -- where curl works: forms ---------------------------------------------------------------
+
+def read_multipart(content_type, body):
+    """Each part of a multipart/form-data body, read by the email package (not the client's
+    code): (field name, file name, content type, bytes)."""
+    message = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(
+        b"Content-Type: " + content_type.encode() + b"\r\n\r\n" + body)
+    assert message.get_content_type() == "multipart/form-data" and not message.defects
+    return [(part.get_param("name", header="content-disposition"), part.get_filename(),
+             part.get_content_type(), part.get_payload(decode=True))
+            for part in message.iter_parts()]
+
+
+@pytest.fixture
+def photo(tmp_path):
+    path = tmp_path / "ada.png"
+    path.write_bytes(BLOB)
+    return str(path)
+
+
+def test_a_multipart_form_sends_fields_and_files_as_rfc_7578_has_them(scripted, photo):
+    form = MultipartForm([("name", "Ada"), ("photo", Upload(photo, "image/png")),
+                          ('say "hi"', "é\r\n"), ("name", "Alan")])
+    resp, err = send(Request("POST", scripted.url + "/echo", body=form))
+    assert err is None and resp.status_code == 200
+    content_type = last_header(scripted, "Content-Type")
+    boundary = content_type.partition("; boundary=")[2].encode()
+    assert content_type.startswith("multipart/form-data; boundary=") and boundary
+    expected = b"".join([
+        b"--%s\r\nContent-Disposition: form-data; name=\"name\"\r\n\r\nAda\r\n" % boundary,
+        b"--%s\r\nContent-Disposition: form-data; name=\"photo\"; filename=\"ada.png\"\r\n"
+        b"Content-Type: image/png\r\n\r\n" % boundary, BLOB, b"\r\n",
+        b"--%s\r\nContent-Disposition: form-data; name=\"say %%22hi%%22\"\r\n\r\n" % boundary,
+        "é\r\n".encode(), b"\r\n",
+        b"--%s\r\nContent-Disposition: form-data; name=\"name\"\r\n\r\nAlan\r\n" % boundary,
+        b"--%s--\r\n" % boundary])
+    assert scripted.received[-1]["body"] == expected
+    assert last_header(scripted, "Content-Length") == str(len(expected))
+    assert read_multipart(content_type, expected) == [
+        ("name", None, "text/plain", b"Ada"), ("photo", "ada.png", "image/png", BLOB),
+        ("say %22hi%22", None, "text/plain", "é\r\n".encode()),  # as browsers escape it
+        ("name", None, "text/plain", b"Alan")]
+
+
+def test_a_file_to_upload_gets_its_type_from_its_name_unless_given(scripted, tmp_path):
+    notes = tmp_path / "notes.txt"
+    notes.write_bytes(b"hello")
+    form = MultipartForm({"a": Upload(str(notes)), "b": Upload(str(notes), filename="x.bin",
+                                                                content_type="app/x")})
+    send(Request("PUT", scripted.url + "/echo", body=form))
+    parts = read_multipart(last_header(scripted, "Content-Type"), scripted.received[-1]["body"])
+    assert parts == [("a", "notes.txt", "text/plain", b"hello"), ("b", "x.bin", "app/x", b"hello")]
+
+
+def test_a_file_is_uploaded_from_disk_never_whole_in_memory(bulk, tmp_path):
+    path = tmp_path / "big.bin"
+    with open(str(path), "wb") as file:
+        for _ in range(16):
+            file.write(BulkServer.CHUNK)
+    tracemalloc.start()
+    try:
+        resp, err = send(Request("POST", bulk.url + "/",
+                                 body=MultipartForm({"file": Upload(str(path))})))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert err is None and peak < 4 * MIB
+    boundary = resp.json()["content_type"].partition("; boundary=")[2].encode()
+    digest = hashlib.sha256(b"--%s\r\nContent-Disposition: form-data; name=\"file\"; "
+                            b"filename=\"big.bin\"\r\nContent-Type: application/octet-stream"
+                            b"\r\n\r\n" % boundary)
+    for _ in range(16):
+        digest.update(BulkServer.CHUNK)
+    digest.update(b"\r\n--%s--\r\n" % boundary)
+    assert resp.json()["sha256"] == digest.hexdigest()
+
+
+def test_a_file_to_upload_that_cannot_be_read_is_an_error_value(scripted, tmp_path):
+    form = MultipartForm({"file": Upload(str(tmp_path / "missing.png"))})
+    resp, err = send(Request("POST", scripted.url + "/echo", body=form))
+    assert resp is None and isinstance(err, FileNotFoundError)
+
+
+def test_cli_form_fields_and_files_as_curl_has_them(scripted, photo):
+    result = run_cli("POST", scripted.url + "/echo", "-F", "name=Ada", "-F", "photo=@" + photo,
+                     "-F", "icon=@%s;type=image/x-icon;filename=a.ico" % photo)
+    assert result.returncode == 0
+    assert read_multipart(last_header(scripted, "Content-Type"), scripted.received[-1]["body"]) == [
+        ("name", None, "text/plain", b"Ada"), ("photo", "ada.png", "image/png", BLOB),
+        ("icon", "a.ico", "image/x-icon", BLOB)]
+
+
+def test_cli_a_form_file_that_cannot_be_read_is_a_usage_error(counting, tmp_path):
+    server = counting(lambda number, request: answer())
+    result = run_cli("POST", server.url + "/", "-F", "f=@" + str(tmp_path / "missing"))
+    assert (result.returncode, result.stdout) == (2, b"")
+    assert result.stderr.startswith(b"rest_client: cannot read the body: [Errno 2]")
+    assert server.requests == []
+
+
+def test_a_url_encoded_form_is_sent_when_asked_for_by_name(scripted):
+    form = UrlEncodedForm([("name", "Ada L"), ("lang", "en&fr"), ("lang", "é")])
+    send(Request("POST", scripted.url + "/echo", body=form))
+    assert scripted.received[-1]["body"] == b"name=Ada%20L&lang=en%26fr&lang=%C3%A9"
+    assert last_header(scripted, "Content-Type") == "application/x-www-form-urlencoded"
+
+
+def test_cli_data_urlencode(scripted):
+    result = run_cli("POST", scripted.url + "/echo", "--data-urlencode", "name=Ada L",
+                     "--data-urlencode", "q=a=b")
+    assert result.returncode == 0
+    assert scripted.received[-1]["body"] == b"name=Ada%20L&q=a%3Db"
+    assert last_header(scripted, "Content-Type") == "application/x-www-form-urlencoded"
+
+
+def test_cli_form_and_data_together_are_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as exited:
+        rest_client.main(["POST", "http://127.0.0.1:1/", "-d", "x", "-F", "a=b"])
+    assert exited.value.code == 2
