@@ -1330,12 +1330,32 @@ def cookie_jar(path):
     """A jar with the cookies of a Netscape cookie file, as curl and browsers write them;
     an empty one when there is no such file yet (-b FILE -c FILE on a first run)."""
     jar = http.cookiejar.MozillaCookieJar()
-    if path is not None and os.path.exists(path):
-        try:
-            jar.load(path, ignore_discard=True, ignore_expires=True)
-        except OSError as error:  # http.cookiejar.LoadError is one too
-            raise UsageError("cannot read the cookies of -b: %s" % error) from None
+    try:
+        with open(path or os.devnull) as file:
+            for number, line in enumerate(file.read().splitlines(), 1):
+                add_netscape_cookie(jar, line, number)
+    except FileNotFoundError:
+        pass
+    except (OSError, ValueError) as error:
+        raise UsageError("cannot read the cookies of -b: %s" % error) from None
     return jar
+
+
+def add_netscape_cookie(jar, line, number):
+    """Add the cookie a line of a Netscape cookie file holds, as curl writes them: an
+    HttpOnly one after "#HttpOnly_" (which http.cookiejar skips before 3.10, bpo-2190), and
+    a session cookie with 0 for its expiry (which http.cookiejar takes for 1970)."""
+    line = line[len("#HttpOnly_"):] if line.startswith("#HttpOnly_") else line
+    if not line.strip() or line.startswith("#"):
+        return
+    fields = line.split("\t")
+    if len(fields) != 7 or not ASCII_DIGITS.fullmatch(fields[4] or "0"):
+        raise ValueError("line %d is not a cookie (7 fields, tab-separated)" % number)
+    domain, _, path, secure, expires, name, value = fields
+    expires = int(expires or 0)  # "" as http.cookiejar writes a session cookie, 0 as curl does
+    jar.set_cookie(http.cookiejar.Cookie(
+        0, name, value, None, False, domain, domain.startswith("."), domain.startswith("."),
+        path, True, secure == "TRUE", expires or None, not expires, None, None, {}))
 
 
 class ProgressLine:

@@ -11,6 +11,7 @@ import email.parser
 import email.policy
 import email.utils
 import gzip
+import http.cookiejar
 import hashlib
 import http.client
 import io
@@ -2081,3 +2082,82 @@ def test_cli_form_and_data_together_are_a_usage_error(capsys):
     with pytest.raises(SystemExit) as exited:
         rest_client.main(["POST", "http://127.0.0.1:1/", "-d", "x", "-F", "a=b"])
     assert exited.value.code == 2
+
+
+# -- where curl works: cookies -------------------------------------------------------------
+
+def test_a_cookie_jar_keeps_cookies_across_calls_by_their_rules(scripted):
+    jar = http.cookiejar.CookieJar()
+    send(Request("GET", scripted.url + "/cookies"), cookies=jar)
+    send(Request("GET", scripted.url + "/set_cookie", params={"cookie": "s=1; Secure"}),
+         cookies=jar)
+    send(Request("GET", scripted.url + "/set_cookie", params={"cookie": "p=1; Path=/other"}),
+         cookies=jar)
+    send(Request("GET", scripted.url + "/echo"), cookies=jar)
+    assert last_header(scripted, "Cookie") == "a=1; b=2"  # not Secure over http, not /other
+    send(Request("GET", scripted.url + "/other"), cookies=jar)
+    assert last_header(scripted, "Cookie") in ("p=1; a=1; b=2", "a=1; b=2; p=1")
+
+
+def test_a_cookie_set_by_a_redirect_is_sent_on_the_next_hop(scripted):
+    jar = http.cookiejar.CookieJar()
+    resp, err = send(Request("GET", scripted.url + "/set_cookie",
+                             params={"cookie": "sid=42", "to": "/echo"}), cookies=jar)
+    assert err is None and resp.url == scripted.url + "/echo"
+    assert last_header(scripted, "Cookie") == "sid=42"
+
+
+def test_a_jar_never_sends_a_cookie_to_another_host(scripted):
+    jar = http.cookiejar.CookieJar()
+    send(Request("GET", scripted.url + "/cookies"), cookies=jar)
+    port = scripted.server_address[1]
+    send(Request("GET", "http://localhost:%d/echo" % port), cookies=jar)
+    assert last_header(scripted, "Cookie") is None
+
+
+NETSCAPE_COOKIES = """# Netscape HTTP Cookie File
+127.0.0.1\tFALSE\t/\tFALSE\t0\tsid\tfrom-file
+#HttpOnly_127.0.0.1\tFALSE\t/\tFALSE\t4102444800\thttp\tonly
+"""  # as curl writes them: 0 for a session cookie, #HttpOnly_ before an HttpOnly one
+
+
+def sent_cookies(server):
+    """The cookies of the last request, as a set of "name=value"."""
+    return set((last_header(server, "Cookie") or "").split("; ")) - {""}
+
+
+def test_cli_reads_a_netscape_cookie_file_and_writes_the_jar(scripted, tmp_path):
+    cookies = tmp_path / "cookies.txt"
+    cookies.write_text(NETSCAPE_COOKIES)
+    jar_file = tmp_path / "jar.txt"
+    result = run_cli("GET", scripted.url + "/cookies", "-b", str(cookies), "-c", str(jar_file))
+    assert result.returncode == 0 and sent_cookies(scripted) == {"sid=from-file", "http=only"}
+    written = http.cookiejar.MozillaCookieJar()
+    written.load(str(jar_file), ignore_discard=True, ignore_expires=True)
+    assert sorted((cookie.name, cookie.value) for cookie in written) == [
+        ("a", "1"), ("b", "2"), ("http", "only"), ("sid", "from-file")]
+    result = run_cli("GET", scripted.url + "/echo", "-b", str(jar_file))
+    assert sent_cookies(scripted) == {"a=1", "b=2", "http=only", "sid=from-file"}
+
+
+def test_cli_a_cookie_file_not_there_yet_starts_an_empty_jar(scripted, tmp_path):
+    jar_file = tmp_path / "jar.txt"
+    arguments = ["-b", str(jar_file), "-c", str(jar_file)]
+    assert run_cli("GET", scripted.url + "/cookies", *arguments).returncode == 0
+    assert run_cli("GET", scripted.url + "/echo", *arguments).returncode == 0
+    assert last_header(scripted, "Cookie") == "a=1; b=2"
+
+
+def test_cli_a_cookie_given_as_name_value_is_sent(scripted):
+    assert run_cli("GET", scripted.url + "/echo", "-b", "sid=42; theme=dark").returncode == 0
+    assert last_header(scripted, "Cookie") == "sid=42; theme=dark"
+
+
+def test_cli_a_cookie_file_that_is_not_one_is_a_usage_error(counting, tmp_path):
+    server = counting(lambda number, request: answer())
+    not_cookies = tmp_path / "cookies.txt"
+    not_cookies.write_text("hello\n")
+    result = run_cli("GET", server.url + "/", "-b", str(not_cookies))
+    assert (result.returncode, result.stdout) == (2, b"")
+    assert result.stderr.startswith(b"rest_client: cannot read the cookies of -b: ")
+    assert server.requests == []
