@@ -50,6 +50,7 @@ class ScriptedHandler(BaseHTTPRequestHandler):
     """Answers by path; every request it sees is appended to server.received."""
 
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # a head and a body in two writes would wait 40 ms for an ACK
 
     def log_message(self, format, *args):
         pass
@@ -1796,6 +1797,7 @@ class TestProxyHandler(BaseHTTPRequestHandler):
     records each request it got."""
 
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True
     __test__ = False  # not a test class, whatever its name
 
     def log_message(self, format, *args):
