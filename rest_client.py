@@ -214,7 +214,7 @@ def check_headers(headers):
     """Return the headers as str to str, or raise ValueError for any that cannot be sent. A
     name given twice (as pairs) keeps both values in order, on one line (RFC 9110 §5.3)."""
     checked, spellings = {}, {}
-    for name, value in getattr(headers, "items", lambda: headers or ())():
+    for name, value in headers.items() if hasattr(headers, "items") else headers or ():
         value = str(value)
         if not TOKEN.fullmatch(name):
             raise ValueError("%r is not a valid header name" % name)
@@ -280,7 +280,7 @@ class MultipartBody:
     def __init__(self, fields):
         self.boundary = "rest-client-" + binascii.hexlify(os.urandom(12)).decode("ascii")
         self.parts = [(part_head(self.boundary, name, value), value)
-                      for name, value in getattr(fields, "items", lambda: fields)()]
+                      for name, value in (fields.items() if hasattr(fields, "items") else fields)]
         self.end = ("--%s--\r\n" % self.boundary).encode("ascii")
         self.length = len(self.end) + sum(len(head) + part_size(value) + 2
                                           for head, value in self.parts)
@@ -365,10 +365,9 @@ def build_request(request, options=None):
     body = None if request.body is None else body_bytes(request.body, headers)
     if not any(name.lower() == "accept-encoding" for name in headers):
         headers["Accept-Encoding"] = ACCEPT_ENCODING
-    if not any(name.lower() == "authorization" for name in headers):  # a header given wins
-        credentials = credentials_for(request.url, options)
-        if credentials is not None:
-            headers["Authorization"] = basic_credentials(*credentials)
+    credentials = credentials_for(request.url, options)
+    if credentials and not any(name.lower() == "authorization" for name in headers):
+        headers["Authorization"] = basic_credentials(*credentials)  # a header given wins
     prepared = urllib.request.Request(build_url(request.url, request.params), data=body,
                                       headers=headers, method=method)
     prepared.options = options
@@ -545,7 +544,7 @@ def send(request, timeout=DEFAULT_TIMEOUT, retries=0, trace=None, **options):
     auth      (user, password) sent with Basic authentication (-u); the URL's user info
               (http://user:pass@host/) otherwise, or with netrc=True, ~/.netrc's (--netrc)
     proxy     the proxy's URL, credentials in it for the proxy alone (-x); "" for none;
-              http_proxy or https_proxy from the environment when None
+              http_proxy or https_proxy from the environment (as it was at import) when None
     noproxy   hosts to reach without the proxy, "a.example,.b.example" (--noproxy), or
               no_proxy from the environment when None
     cookies   an http.cookiejar.CookieJar, filled by replies and sent from (-b, -c)
@@ -772,18 +771,19 @@ def explained(error):
 
 class CurlProxies(urllib.request.ProxyHandler):
     """Send a request through the proxy curl would choose: proxy=, else http_proxy or
-    https_proxy (lower case first, then upper), unless noproxy= or no_proxy names its host.
+    https_proxy from the environment, unless noproxy= (or no_proxy) names its host.
     Credentials in the proxy's URL go to the proxy alone: in Proxy-Authorization for
     http://, on the CONNECT of https://."""
 
     handler_order = 100  # before the handlers that connect, as urllib's ProxyHandler
 
-    def __init__(self):
-        super().__init__({})  # nothing from the environment now: it is read per request
+    def __init__(self, environment):
+        super().__init__({})  # urllib's reading of the environment is replaced by ours
+        self.environment = environment
 
     def http_open(self, request):
         """Point the request at its proxy, if any; the handlers that connect do the rest."""
-        proxy = proxy_for(request)
+        proxy = self.proxy_for(request)
         if proxy:
             parts = urlsplit(proxy if "://" in proxy else "http://" + proxy)
             if parts.scheme.lower() != "http":
@@ -796,25 +796,29 @@ class CurlProxies(urllib.request.ProxyHandler):
 
     https_open = http_open
 
+    def proxy_for(self, request):
+        """The URL of the proxy for a request, or None."""
+        options = request.options
+        proxy = options.proxy
+        if proxy is None:
+            proxy = self.environment.get(request.type + "_proxy")
+        if not proxy:
+            return None
+        no_proxy = self.environment.get("no_proxy", "") if options.noproxy is None else (
+            options.noproxy)
+        return None if bypassed(urlsplit("//" + request.host).hostname, no_proxy) else proxy
 
-def proxy_for(request):
-    """The URL of the proxy for a request, or None."""
-    options = request.options
-    proxy = environment_proxy(request.type) if options.proxy is None else options.proxy
-    if not proxy:
-        return None
-    no_proxy = options.noproxy
-    if no_proxy is None:
-        no_proxy = os.environ.get("no_proxy", os.environ.get("NO_PROXY", ""))
-    return None if bypassed(urlsplit("//" + request.host).hostname, no_proxy) else proxy
 
-
-def environment_proxy(scheme):
-    """http_proxy or https_proxy, the lower-case name first, as curl reads them."""
-    for name in (scheme + "_proxy", scheme.upper() + "_PROXY"):
-        if name in os.environ:
-            return os.environ[name]
-    return None
+def environment_proxies():
+    """http_proxy, https_proxy and no_proxy as curl reads them, the lower-case name first
+    (HTTP_PROXY, HTTPS_PROXY, NO_PROXY otherwise); read once, as curl reads them at its
+    start and urllib when an opener is built, so that a request pays nothing for them."""
+    found = {}
+    for name in ("http_proxy", "https_proxy", "no_proxy"):
+        for spelling in (name, name.upper()):
+            if spelling in os.environ:
+                found.setdefault(name, os.environ[spelling])
+    return found
 
 
 def bypassed(host, no_proxy):
@@ -1078,7 +1082,8 @@ if HTTPS:
 def build_opener():
     """An opener that chooses proxies and keeps cookies as curl does and follows safe
     redirects only, on kept connections."""
-    handlers = [CurlProxies(), SessionCookies(), SafeRedirects, KeptHTTPHandler()]
+    handlers = [CurlProxies(environment_proxies()), SessionCookies(), SafeRedirects,
+                KeptHTTPHandler()]
     return urllib.request.build_opener(*handlers + ([KeptHTTPSHandler()] if HTTPS else []))
 
 

@@ -1919,23 +1919,34 @@ def test_a_proxy_that_wants_credentials_gives_a_407_response(proxy, scripted, tl
     assert (result.returncode, result.stdout) == (1, b"proxy credentials, please")
 
 
-def test_the_environment_names_the_proxy_lower_case_first(proxy, scripted, monkeypatch):
-    monkeypatch.setenv("http_proxy", proxy.with_credentials)
-    monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:1")
-    monkeypatch.delenv("no_proxy", raising=False)
-    monkeypatch.delenv("NO_PROXY", raising=False)
+def test_the_environment_names_the_proxy_lower_case_first(proxy, scripted):
+    env = {"http_proxy": proxy.with_credentials, "HTTP_PROXY": "http://127.0.0.1:1",
+           "no_proxy": "", "NO_PROXY": "127.0.0.1"}
     before = len(proxy.received)
-    resp, err = send(Request("GET", scripted.url + "/echo"))
-    assert err is None and resp.status_code == 200 and len(proxy.received) == before + 1
+    result = run_cli_process("GET", scripted.url + "/echo", env=env)
+    assert (result.returncode, json.loads(result.stdout)) == (0, ECHO_GET)
+    assert len(proxy.received) == before + 1
 
 
-@pytest.mark.parametrize("variable", ["no_proxy", "NO_PROXY"])
-def test_no_proxy_sends_direct(proxy, scripted, monkeypatch, variable):
-    monkeypatch.setenv("http_proxy", proxy.url)
-    monkeypatch.setenv(variable, "example.com, 127.0.0.1")
+def test_no_proxy_sends_direct(proxy, scripted):
+    env = {"http_proxy": proxy.url, "no_proxy": "example.com, 127.0.0.1"}
     before = len(proxy.received)
-    resp, err = send(Request("GET", scripted.url + "/echo"))
-    assert err is None and resp.status_code == 200 and len(proxy.received) == before
+    result = run_cli_process("GET", scripted.url + "/echo", env=env)
+    assert (result.returncode, json.loads(result.stdout)) == (0, ECHO_GET)
+    assert len(proxy.received) == before
+
+
+def test_the_proxy_variables_are_read_as_curl_reads_them(monkeypatch):
+    for name in ("http_proxy", "https_proxy", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.upper(), raising=False)
+    monkeypatch.setenv("http_proxy", "http://lower:3128")
+    monkeypatch.setenv("HTTP_PROXY", "http://upper:3128")
+    monkeypatch.setenv("HTTPS_PROXY", "http://upper:3129")
+    monkeypatch.setenv("no_proxy", "")
+    monkeypatch.setenv("NO_PROXY", "example.com")
+    assert rest_client.environment_proxies() == {
+        "http_proxy": "http://lower:3128", "https_proxy": "http://upper:3129", "no_proxy": ""}
 
 
 def test_cli_proxy_and_noproxy_win_over_the_environment(proxy, scripted):
