@@ -57,7 +57,6 @@ import random
 import re
 import select
 import sys
-import tempfile
 import threading
 import time
 import urllib.error
@@ -89,7 +88,8 @@ ACCEPT_ENCODING = "gzip, deflate"  # what the client asks for unless the caller 
 MAX_IDLE_PER_HOST = 32  # kept connections waiting for a request, per host
 IDLE_TIMEOUT = 90.0  # seconds a kept connection may wait before it is closed (as Go's)
 CHUNK_SIZE = 1 << 20  # bytes read at a time into a download's buffer, and from a file to upload
-CREDENTIAL_HEADERS = ("authorization", "cookie", "proxy-authorization")
+CREDENTIAL_HEADERS = ("authorization", "cookie", "proxy-authorization")  # never sent on to
+# another host or from https to http by a redirect (RFC 9110 §15.4: a client should not)
 DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
@@ -652,10 +652,10 @@ class Download:
         self.size, self.complete = 0, False
         if not self.is_path:
             self.file = self.target
-        elif self.file is None:
+        elif self.file is None:  # made as open() makes files, its mode from the umask
             folder, name = os.path.split(os.path.abspath(self.target))
-            self.file = tempfile.NamedTemporaryFile(dir=folder, prefix="." + name + ".",
-                                                    suffix=".part", delete=False)
+            random_part = binascii.hexlify(os.urandom(4)).decode("ascii")
+            self.file = open(os.path.join(folder, ".%s.%s.part" % (name, random_part)), "xb")
         else:
             self.file.seek(0)
             self.file.truncate()

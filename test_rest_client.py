@@ -1427,6 +1427,14 @@ def test_a_download_into_a_missing_folder_is_an_error_value(counting, tmp_path):
     assert resp is None and isinstance(err, FileNotFoundError)
 
 
+def test_a_downloaded_file_gets_the_mode_any_new_file_gets(counting, tmp_path):
+    server = blob_server(counting)
+    target, other = tmp_path / "blob.bin", tmp_path / "other"
+    other.write_bytes(b"")
+    assert run_cli("GET", server.url + "/", "-o", str(target)).returncode == 0
+    assert os.stat(str(target)).st_mode == os.stat(str(other)).st_mode
+
+
 def test_cli_shows_progress_on_a_terminal_stderr_only(bulk, tmp_path):
     target = str(tmp_path / "three.bin")
     started = time.monotonic()
@@ -1694,7 +1702,8 @@ def test_credentials_in_the_url_are_percent_decoded_and_never_in_the_request_lin
     assert err is None and resp.json()["path"] == "/echo"
     assert last_header(scripted, "Authorization") == basic("ad@a", "p:s s")
     result = run_cli("GET", url, "-v")
-    assert result.returncode == 0 and b"p%3As" not in result.stderr and b"ad%40a" not in result.stderr
+    assert result.returncode == 0
+    assert b"p%3As" not in result.stderr and b"ad%40a" not in result.stderr
     assert b"> GET /echo HTTP/1.1\n" in result.stderr
     assert b"> Authorization: Basic ***\n" in result.stderr
 
