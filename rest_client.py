@@ -761,12 +761,22 @@ class UntrustedCertificate(urllib.error.URLError):
 
 def explained(error):
     """The error to return: a certificate that does not verify says how to trust its CA."""
-    if getattr(getattr(error, "reason", error), "reason", None) != "CERTIFICATE_VERIFY_FAILED":
+    reason = getattr(error, "reason", error)
+    if sys.implementation.name == "pypy" and ssl is not None and isinstance(reason, ssl.SSLError):
+        forget_openssl_errors()
+    if getattr(reason, "reason", None) != "CERTIFICATE_VERIFY_FAILED":
         return error
     return UntrustedCertificate(
         "%s. If the server's CA is your company's or your own, trust it with --cacert FILE "
         "(from Python: send(..., context=tls_context(cacert=FILE))) or SSL_CERT_FILE=FILE "
         "in the environment" % getattr(error, "reason", error))
+
+
+def forget_openssl_errors():
+    """Empty OpenSSL's error queue, which PyPy's ssl leaves full after a failed handshake:
+    the next request of this thread on a kept TLS connection would fail with the same
+    error. Making an SSL object empties it."""
+    ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT).wrap_bio(ssl.MemoryBIO(), ssl.MemoryBIO())
 
 
 class CurlProxies(urllib.request.ProxyHandler):
