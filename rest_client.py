@@ -1223,7 +1223,8 @@ def parse_arguments(argv):
     parser.add_argument("-i", dest="include", action="store_true",
                         help="print the status line and headers before the body")
     parser.add_argument("-o", "--output", metavar="FILE",
-                        help="write the body to FILE as it arrives, whole or not at all")
+                        help="write the body to FILE as it arrives, whole or not at all "
+                             "(-o - writes it to stdout, even a binary one on a terminal)")
     parser.add_argument("-v", dest="verbose", action="store_true",
                         help="show the request as sent and the reply's head on stderr, as "
                              "curl -v does (credentials show as ***)")
@@ -1316,14 +1317,15 @@ class UsageError(Exception):
 def send_options(options):
     """send()'s keywords for curl's options; UsageError for a file that cannot be read."""
     keywords = {"proxy": options.proxy, "noproxy": options.noproxy, "netrc": options.netrc,
-                "context": context_from(options), "save_to": options.output}
+                "context": context_from(options),
+                "save_to": None if options.output == "-" else options.output}
     if options.user is not None:
         user, colon, password = options.user.partition(":")
         keywords["auth"] = (user, password if colon else getpass.getpass(
             "Enter host password for user '%s':" % user))  # as curl asks
     if options.cookie_jar or (options.cookie and "=" not in options.cookie):
         keywords["cookies"] = cookie_jar(options.cookie if options.cookie else None)
-    if options.output and sys.stderr.isatty():
+    if keywords["save_to"] and sys.stderr.isatty():
         keywords["progress"] = ProgressLine()
     return keywords
 
@@ -1416,13 +1418,14 @@ def write_out(text):
     sys.stdout.write(text.encode(encoding, "replace").decode(encoding))
 
 
-def print_body(response):
-    """Write the body's bytes to stdout exactly; on a terminal, text only (as curl does)."""
+def print_body(response, binary_too=False):
+    """Write the body's bytes to stdout exactly; on a terminal, text only unless binary_too
+    (-o -), as curl does."""
     terminal = sys.stdout.isatty()
-    if terminal and not is_text(response):
+    if terminal and not binary_too and not is_text(response):
         print("rest_client: the reply is binary (%s, %d bytes) and is not printed on a "
-              "terminal; use -o FILE to save it" % (media_type(response) or "no type",
-                                                   len(response.content)), file=sys.stderr)
+              "terminal; use -o FILE to save it (-o - prints it)"
+              % (media_type(response) or "no type", len(response.content)), file=sys.stderr)
         return
     sys.stdout.flush()  # what print_head wrote goes first
     sys.stdout.buffer.write(response.content)
@@ -1486,8 +1489,8 @@ def report(options, keywords, response, error):
         return 3
     if options.include:
         print_head(response)
-    if not options.output:
-        print_body(response)
+    if options.output in (None, "-"):
+        print_body(response, binary_too=options.output == "-")
     sys.stdout.flush()
     return 1 if options.fail and response.status_code >= 400 else 0
 

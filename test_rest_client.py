@@ -1230,6 +1230,12 @@ def test_cli_writes_the_exact_bytes_to_stdout(counting):
     assert (result.returncode, result.stdout, result.stderr) == (0, BLOB, b"")
 
 
+def test_cli_output_dash_is_stdout(counting, tmp_path):
+    server = blob_server(counting)
+    result = run_cli("GET", server.url + "/blob.bin", "-o", "-")
+    assert (result.returncode, result.stdout, result.stderr) == (0, BLOB, b"")
+
+
 def test_cli_writes_the_exact_bytes_to_a_file_and_nothing_else(counting, tmp_path):
     server = blob_server(counting)
     target = tmp_path / "blob.bin"
@@ -1268,7 +1274,10 @@ def test_cli_does_not_print_a_binary_body_on_a_terminal_and_says_to_use_o(counti
     status, shown, stderr = on_terminal(["GET", server.url + "/blob.bin"])
     assert (status, shown) == (0, b"")
     assert stderr == (b"rest_client: the reply is binary (application/octet-stream, 3072 "
-                      b"bytes) and is not printed on a terminal; use -o FILE to save it\n")
+                      b"bytes) and is not printed on a terminal; use -o FILE to save it (-o - "
+                      b"prints it)\n")
+    status, shown, stderr = on_terminal(["GET", server.url + "/blob.bin", "-o", "-"])
+    assert (status, stderr) == (0, b"") and len(shown) >= len(BLOB)  # as the terminal shows it
 
 
 @pytest.mark.parametrize("content_type", ["text/csv", "application/json", "application/xml",
@@ -1915,6 +1924,16 @@ def test_https_through_a_proxy_sends_its_credentials_on_the_connect_only(proxy, 
     assert got["headers"]["Host"] == "127.0.0.1:%d" % port
     assert got["headers"]["Proxy-Authorization"] == basic(PROXY_USER, PROXY_PASSWORD)
     assert "proxy-authorization" not in [name.lower() for name, _ in tls.received[-1]["headers"]]
+
+
+def test_cli_verbose_through_a_tunnel_shows_the_request_not_the_connect(proxy, tls, pki):
+    rest_client.close()
+    result = run_cli("GET", tls.url + "/echo", "-v", "-x", proxy.with_credentials,
+                     "--cacert", pki.ca_pem)
+    lines = result.stderr.decode().splitlines()
+    assert result.returncode == 0 and lines[0] == "> GET /echo HTTP/1.1"
+    assert "CONNECT" not in result.stderr.decode() and "proxy-authorization" not in [
+        line[2:].partition(":")[0].lower() for line in lines]
 
 
 def test_https_through_a_proxy_keeps_the_tunnel_for_the_next_request(proxy, tls, pki):
