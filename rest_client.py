@@ -244,9 +244,9 @@ def body_bytes(body, headers):
     """The body as bytes (or a MultipartBody), with a Content-Type added to headers if it has
     none: a dict or list goes as JSON, a form as a form; TypeError for any other kind of
     body, or one json cannot encode."""
-    if isinstance(body, (MultipartForm, UrlEncodedForm)):
-        return form_body(body, headers)
     has_type = any(name.lower() == "content-type" for name in headers)
+    if isinstance(body, (MultipartForm, UrlEncodedForm)):
+        return form_body(body, headers, has_type)
     if isinstance(body, (dict, list)):
         try:
             body = json.dumps(body)
@@ -262,12 +262,16 @@ def body_bytes(body, headers):
     return body.encode("utf-8") if isinstance(body, str) else body
 
 
-def form_body(form, headers):
-    """A form's body, its Content-Type (and a multipart one's Content-Length) in headers."""
+def form_body(form, headers, has_type):
+    """A form's body, its Content-Type (and a multipart one's Content-Length) in headers; a
+    multipart body's type is always ours, for it names the boundary."""
     if isinstance(form, UrlEncodedForm):
-        headers.setdefault("Content-Type", "application/x-www-form-urlencoded")
+        if not has_type:
+            headers["Content-Type"] = "application/x-www-form-urlencoded"
         return urlencode(form.fields, quote_via=quote).encode("ascii")
     body = MultipartBody(form.fields)
+    for name in [name for name in headers if name.lower() == "content-type"]:
+        del headers[name]
     headers["Content-Type"] = "multipart/form-data; boundary=" + body.boundary
     headers["Content-Length"] = str(body.length)  # known ahead, so it is not sent chunked
     return body

@@ -2117,6 +2117,15 @@ def test_a_url_encoded_form_is_sent_when_asked_for_by_name(scripted):
     assert last_header(scripted, "Content-Type") == "application/x-www-form-urlencoded"
 
 
+def test_a_form_keeps_a_content_type_given_unless_multipart_needs_its_boundary(scripted):
+    headers = {"content-type": "application/x-www-form-urlencoded; charset=utf-8"}
+    send(Request("POST", scripted.url + "/echo", headers, body=UrlEncodedForm({"a": "1"})))
+    assert last_header(scripted, "Content-Type") == headers["content-type"]
+    send(Request("POST", scripted.url + "/echo", {"content-type": "multipart/form-data"},
+                 body=MultipartForm({"a": "1"})))
+    assert last_header(scripted, "Content-Type").startswith("multipart/form-data; boundary=")
+
+
 def test_cli_data_urlencode(scripted):
     result = run_cli("POST", scripted.url + "/echo", "--data-urlencode", "name=Ada L",
                      "--data-urlencode", "q=a=b")
