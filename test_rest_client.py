@@ -5,9 +5,14 @@ headers, other charsets, redirects, a stalled reply) and records what it receive
 end-to-end tests drive rest_users.py itself, from Python and from the command line.
 """
 
+import base64
 import collections
+import email.parser
+import email.policy
 import email.utils
 import gzip
+import http.cookiejar
+import hashlib
 import http.client
 import io
 import itertools
@@ -15,7 +20,9 @@ import json
 import os
 import pty
 import re
+import select
 import socket
+import ssl
 import subprocess
 import sys
 import threading
@@ -29,9 +36,15 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
+try:
+    import tracemalloc
+except ImportError:  # PyPy has none: the tests of memory at its peak are CPython's
+    tracemalloc = None
+
 import rest_client
 import rest_users
-from rest_client import Method, Request, Response, send
+from rest_client import (Method, MultipartForm, Request, Response, Upload, UrlEncodedForm, send,
+                         tls_context)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 KEY = "client-test-key"
@@ -41,6 +54,7 @@ class ScriptedHandler(BaseHTTPRequestHandler):
     """Answers by path; every request it sees is appended to server.received."""
 
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # a head and a body in two writes would wait 40 ms for an ACK
 
     def log_message(self, format, *args):
         pass
@@ -116,6 +130,12 @@ class ScriptedHandler(BaseHTTPRequestHandler):
 
     def answer_empty(self, route, query):
         self.reply(200, b"", [("Content-Type", "application/json")])
+
+    def answer_set_cookie(self, route, query):
+        """Set the cookie ?cookie= names; with ?to=, as a 302 to there."""
+        headers = [("Set-Cookie", query["cookie"])] + (
+            [("Location", query["to"])] if "to" in query else [])
+        self.reply(302 if "to" in query else 200, b"set", headers)
 
     def answer_slow(self, route, query):
         self.server.release.wait(10)  # the client's timeout must end the wait first
@@ -278,7 +298,7 @@ CIRCULAR.append(CIRCULAR)
 
 
 @pytest.mark.parametrize("body, message", [
-    (42, "body must be bytes, str, a dict, a list or None, not int"),
+    (42, "body must be bytes, str, a dict, a list, a form or None, not int"),
     ({"a": {1, 2}}, None),  # None: what json.dumps itself says (its words differ by version)
     (CIRCULAR, "the body cannot be sent as JSON: Circular reference detected"),
 ])
@@ -891,6 +911,17 @@ class CountingServer:
     @staticmethod
     def read_request(stream):
         """The next request as a dict, or None when the client closed the connection."""
+        head = CountingServer.read_request_head(stream)
+        if head is None:
+            return None
+        method, target, headers = head
+        body = stream.read(int(headers.get("content-length", 0)))
+        return {"method": method, "target": target, "headers": headers, "body": body}
+
+    @staticmethod
+    def read_request_head(stream):
+        """The method, target and headers (names in lower case) of the next request, or None
+        when the client closed the connection."""
         line = stream.readline()
         if not line:
             return None
@@ -899,8 +930,7 @@ class CountingServer:
         for line in iter(stream.readline, b"\r\n"):
             name, _, value = line.decode("latin-1").partition(":")
             headers[name.lower()] = value.strip()
-        body = stream.read(int(headers.get("content-length", 0)))
-        return {"method": method, "target": target, "headers": headers, "body": body}
+        return method, target, headers
 
     def close(self):
         self.listener.close()
@@ -1167,3 +1197,1023 @@ def test_a_request_that_timed_out_is_not_sent_again_and_ends_its_connection(coun
     assert send(Request("GET", server.url + "/"))[0].body == "ok"
     assert [request["target"] for request in server.requests] == ["/", "/slow", "/"]
     assert server.connections == 2
+
+
+# -- where curl works: exact bytes ---------------------------------------------------------
+
+BLOB = bytes(range(256)) * 12  # every byte value, 3,072 bytes: no charset decodes it back
+
+
+def blob_server(counting, headers=("Content-Type: application/octet-stream",)):
+    return counting(lambda number, request: answer(BLOB, headers=list(headers)))
+
+
+def test_content_holds_the_exact_bytes_and_body_the_text(counting):
+    server = blob_server(counting)
+    resp, err = send(Request("GET", server.url + "/blob.bin"))
+    assert err is None and resp.content == BLOB
+    assert resp.body == BLOB.decode("utf-8", errors="replace")
+    status, body, headers = resp  # still the three-tuple
+    assert (status, body, headers["Content-Length"]) == (200, resp.body, ["3072"])
+
+
+def test_content_is_the_bytes_after_the_coding_asked_for_is_undone(counting):
+    server = counting(lambda number, request: answer(gzip.compress(BLOB), headers=[
+        "Content-Encoding: gzip", "Content-Type: application/octet-stream"]))
+    resp, err = send(Request("GET", server.url + "/"))
+    assert err is None and resp.content == BLOB
+
+
+def test_cli_writes_the_exact_bytes_to_stdout(counting):
+    server = blob_server(counting)
+    result = run_cli("GET", server.url + "/blob.bin")
+    assert (result.returncode, result.stdout, result.stderr) == (0, BLOB, b"")
+
+
+def test_cli_output_dash_is_stdout(counting, tmp_path):
+    server = blob_server(counting)
+    result = run_cli("GET", server.url + "/blob.bin", "-o", "-")
+    assert (result.returncode, result.stdout, result.stderr) == (0, BLOB, b"")
+
+
+def test_cli_writes_the_exact_bytes_to_a_file_and_nothing_else(counting, tmp_path):
+    server = blob_server(counting)
+    target = tmp_path / "blob.bin"
+    result = run_cli("GET", server.url + "/blob.bin", "-o", str(target))
+    assert (result.returncode, result.stdout, result.stderr) == (0, b"", b"")
+    assert target.read_bytes() == BLOB
+    assert os.listdir(str(tmp_path)) == ["blob.bin"]
+
+
+def on_terminal(args, stream="stdout"):
+    """Run the command line with stdout or stderr on a terminal, the other piped; its exit
+    status, what the terminal showed, and what the pipe got."""
+    controller, terminal = pty.openpty()
+    other = subprocess.PIPE
+    streams = {"stdout": terminal, "stderr": other} if stream == "stdout" else {
+        "stdout": other, "stderr": terminal}
+    process = subprocess.Popen([sys.executable, os.path.join(HERE, "rest_client.py")] + args,
+                               **streams)
+    os.close(terminal)
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(controller, 65536)
+        except OSError:  # the terminal's other end is closed: all is read
+            break
+        if not chunk:
+            break
+        shown += chunk
+    os.close(controller)
+    piped = (process.stderr if stream == "stdout" else process.stdout).read()
+    return process.wait(20), shown, piped
+
+
+def test_cli_does_not_print_a_binary_body_on_a_terminal_and_says_to_use_o(counting):
+    server = blob_server(counting)
+    status, shown, stderr = on_terminal(["GET", server.url + "/blob.bin"])
+    assert (status, shown) == (0, b"")
+    assert stderr == (b"rest_client: the reply is binary (application/octet-stream, 3072 "
+                      b"bytes) and is not printed on a terminal; use -o FILE to save it (-o - "
+                      b"prints it)\n")
+    status, shown, stderr = on_terminal(["GET", server.url + "/blob.bin", "-o", "-"])
+    assert (status, stderr) == (0, b"") and len(shown) >= len(BLOB)  # as the terminal shows it
+
+
+@pytest.mark.parametrize("content_type", ["text/csv", "application/json", "application/xml",
+                                          "application/problem+json", "image/svg+xml"])
+def test_cli_prints_text_types_on_a_terminal(counting, content_type):
+    server = counting(lambda number, request: answer(b"a,b", headers=[
+        "Content-Type: " + content_type]))
+    status, shown, stderr = on_terminal(["GET", server.url + "/"])
+    assert (status, shown, stderr) == (0, b"a,b\r\n", b"")
+
+
+def test_cli_a_nul_byte_makes_text_binary_on_a_terminal(counting):
+    server = counting(lambda number, request: answer(b"a\0b", headers=["Content-Type: text/plain"]))
+    status, shown, stderr = on_terminal(["GET", server.url + "/"])
+    assert (status, shown) == (0, b"")
+    assert stderr.startswith(b"rest_client: the reply is binary (text/plain, 3 bytes)")
+
+
+# -- where curl works: downloads to a file as they arrive ----------------------------------
+
+MIB = 1 << 20
+
+
+class BulkServer:
+    """A raw HTTP/1.1 server for many bytes that allocates nothing per byte, so that
+    tracemalloc sees the client alone: GET /N sends N MiB of one repeated MiB; POST reads
+    the body into one buffer and answers its length, SHA-256 and Content-Type."""
+
+    CHUNK = bytes(range(256)) * 4096
+
+    def __init__(self):
+        self.listener = socket.socket()
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(8)
+        self.url = "http://127.0.0.1:%d" % self.listener.getsockname()[1]
+        threading.Thread(target=self.accept, daemon=True).start()
+
+    def accept(self):
+        while True:
+            try:
+                connection, _ = self.listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=self.serve, args=(connection,), daemon=True).start()
+
+    def serve(self, connection):
+        with connection, connection.makefile("rb") as stream:
+            while True:
+                request = CountingServer.read_request_head(stream)
+                if request is None:
+                    return
+                method, target, headers = request
+                if method == "POST":
+                    self.answer_upload(connection, stream, headers)
+                else:
+                    self.send_mebibytes(connection, int(target.strip("/")))
+
+    def send_mebibytes(self, connection, count):
+        connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\n"
+                           b"Content-Length: %d\r\n\r\n" % (count * MIB))
+        for _ in range(count):
+            connection.sendall(self.CHUNK)
+
+    def answer_upload(self, connection, stream, headers):
+        length = int(headers["content-length"])
+        digest, buffer, left = hashlib.sha256(), memoryview(bytearray(MIB)), length
+        while left:
+            count = stream.readinto(buffer[:min(left, MIB)])
+            digest.update(buffer[:count])
+            left -= count
+        body = json.dumps({"bytes": length, "sha256": digest.hexdigest(),
+                           "content_type": headers["content-type"]}).encode()
+        connection.sendall(answer(body, headers=["Content-Type: application/json"]))
+
+    def close(self):
+        self.listener.close()
+
+
+@pytest.fixture(scope="module")
+def bulk():
+    server = BulkServer()
+    yield server
+    server.close()
+
+
+def with_peak_memory(call):
+    """What call() returns, and the most memory Python held at once meanwhile."""
+    if tracemalloc is None:
+        pytest.skip("tracemalloc is CPython's")
+    tracemalloc.start()
+    try:
+        return call(), tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_a_64_mib_download_goes_to_a_file_never_more_than_8_mib_in_memory(bulk, tmp_path):
+    target = str(tmp_path / "big.bin")
+    (resp, err), peak = with_peak_memory(
+        lambda: send(Request("GET", bulk.url + "/64"), save_to=target))
+    assert err is None and resp.status_code == 200
+    assert (resp.body, resp.content, resp.saved_to, resp.saved_size) == ("", b"", target,
+                                                                          64 * MIB)
+    assert peak < 8 * MIB
+    with open(target, "rb") as file:
+        pieces = iter(lambda: file.read(MIB), b"")
+        assert all(piece == BulkServer.CHUNK for piece in pieces)
+    assert os.path.getsize(target) == 64 * MIB and os.listdir(str(tmp_path)) == ["big.bin"]
+
+
+def test_a_download_to_a_file_object_says_where_the_bytes_went(counting):
+    server = counting(lambda number, request: answer(gzip.compress(BLOB), headers=[
+        "Content-Encoding: gzip"]))
+    file = io.BytesIO()
+    resp, err = send(Request("GET", server.url + "/"), save_to=file)
+    assert err is None and (resp.saved_to, resp.saved_size) == (file, len(BLOB))
+    assert file.getvalue() == BLOB and resp.body == ""
+
+
+def test_a_download_after_a_redirect_holds_the_last_body_only(counting, tmp_path):
+    def answer_for(number, request):
+        if request["target"] == "/old":
+            return answer(b"moved", status="302 Found", headers=["Location: /new"])
+        return answer(BLOB)
+
+    server = counting(answer_for)
+    target = tmp_path / "blob.bin"
+    resp, err = send(Request("GET", server.url + "/old"), save_to=str(target))
+    assert err is None and resp.url == server.url + "/new"
+    assert target.read_bytes() == BLOB and resp.saved_size == len(BLOB)
+
+
+def test_an_error_reply_is_written_to_the_file_too_as_curl_does(counting, tmp_path):
+    server = counting(lambda number, request: answer(b"gone", status="404 Not Found"))
+    target = tmp_path / "x"
+    resp, err = send(Request("GET", server.url + "/"), save_to=str(target))
+    assert (resp.status_code, target.read_bytes(), resp.saved_size) == (404, b"gone", 4)
+
+
+SHORT = (b"HTTP/1.1 200 OK\r\nContent-Length: 5000\r\n\r\n" + BLOB[:1000], CLOSE)
+BROKEN_GZIP = (answer(gzip.compress(BLOB)[:-20], headers=["Content-Encoding: gzip"]), CLOSE)
+
+
+@pytest.mark.parametrize("reply, error", [(SHORT, rest_client.BrokenDownload),
+                                          (BROKEN_GZIP, rest_client.UndecodableReply)])
+def test_a_download_that_fails_half_way_is_an_error_and_leaves_no_file(
+        counting, tmp_path, reply, error):
+    server = counting(lambda number, request: reply)
+    resp, err = send(Request("GET", server.url + "/"), save_to=str(tmp_path / "x.bin"))
+    assert resp is None and isinstance(err, error)
+    assert os.listdir(str(tmp_path)) == []
+    result = run_cli("GET", server.url + "/", "-o", str(tmp_path / "x.bin"))
+    assert (result.returncode, result.stdout) == (3, b"")
+    assert result.stderr.startswith(b"rest_client: no reply: ") and result.stderr.count(b"\n") == 1
+    assert os.listdir(str(tmp_path)) == []
+
+
+def test_a_short_download_says_how_short(counting, tmp_path):
+    server = counting(lambda number, request: SHORT)
+    resp, err = send(Request("GET", server.url + "/"), save_to=io.BytesIO())
+    assert str(err) == "the reply ended after 1000 bytes, 4000 short of its length"
+
+
+def test_a_download_into_a_missing_folder_is_an_error_value(counting, tmp_path):
+    server = blob_server(counting)
+    resp, err = send(Request("GET", server.url + "/"), save_to=str(tmp_path / "no" / "x"))
+    assert resp is None and isinstance(err, FileNotFoundError)
+
+
+def test_a_downloaded_file_gets_the_mode_any_new_file_gets(counting, tmp_path):
+    server = blob_server(counting)
+    target, other = tmp_path / "blob.bin", tmp_path / "other"
+    other.write_bytes(b"")
+    assert run_cli("GET", server.url + "/", "-o", str(target)).returncode == 0
+    assert os.stat(str(target)).st_mode == os.stat(str(other)).st_mode
+
+
+def test_cli_shows_progress_on_a_terminal_stderr_only(bulk, tmp_path):
+    target = str(tmp_path / "three.bin")
+    started = time.monotonic()
+    status, shown, stdout = on_terminal(["GET", bulk.url + "/3", "-o", target], "stderr")
+    elapsed = time.monotonic() - started
+    assert (status, stdout, os.path.getsize(target)) == (0, b"", 3 * MIB)
+    lines = shown.decode().split("\r")
+    assert shown.endswith(b"\r\n") and 2 <= len(lines) <= 2 + 10 * elapsed + 1
+    assert re.fullmatch(r"3145728 of 3145728 bytes, [0-9.]+ MB/s \n", lines[-2] + "\n")
+    assert run_cli("GET", bulk.url + "/1", "-o", target).stderr == b""  # not a terminal
+
+
+# -- where curl works: the three bugs ------------------------------------------------------
+
+def test_cli_repeated_query_parameters_and_headers_keep_every_value_in_order(counting):
+    server = counting(lambda number, request: answer())
+    result = run_cli("GET", server.url + "/", "-q", "name=Ada", "-q", "name=Alan",
+                     "-H", "X-Tag: b", "-H", "X-Tag: a")
+    assert result.returncode == 0
+    assert server.requests[-1]["target"] == "/?name=Ada&name=Alan"
+    assert server.requests[-1]["headers"]["x-tag"] == "b, a"  # one line (RFC 9110 §5.3)
+
+
+@pytest.mark.parametrize("value", ["²", "¹0", "\u0661", "\uff13"])
+def test_a_retry_after_in_non_ascii_digits_is_not_a_number(value):
+    assert rest_client.retry_after(reply_with_retry_after(value)) is None
+
+
+def test_a_superscript_retry_after_backs_off_instead_of_raising(counting, monkeypatch):
+    server = counting(lambda number, request: answer(status="503 Service Unavailable",
+                                                     headers=["Retry-After: ²"]))
+    waits = waits_instead_of_sleeping(monkeypatch)
+    resp, err = send(Request("GET", server.url + "/"), retries=1)
+    assert err is None and resp.status_code == 503 and resp.headers["Retry-After"] == ["²"]
+    assert len(waits) == 1 and 0.25 <= waits[0] <= 0.75
+
+
+@pytest.mark.parametrize("method, head", [
+    ("HEAD", "HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: 31\r\n\r\n"),
+    ("GET", "HTTP/1.1 204 No Content\r\nContent-Encoding: gzip\r\n\r\n"),
+    ("GET", "HTTP/1.1 304 Not Modified\r\nContent-Encoding: gzip\r\nContent-Length: 31\r\n\r\n"),
+])
+def test_head_204_and_304_have_no_body_to_decode(counting, method, head):
+    server = counting(lambda number, request: head.encode())
+    resp, err = send(Request(method, server.url + "/"))
+    assert err is None and (resp.body, resp.content) == ("", b"")
+    assert resp.headers["Content-Encoding"] == ["gzip"]
+
+
+# -- where curl works: TLS with your own CA and client certificates -----------------------
+
+PKI = {  # made once with openssl: a CA, and a server (localhost, 127.0.0.1) and a client
+    # it signed, EC P-256, valid until 2126
+    "ca.pem": """-----BEGIN CERTIFICATE-----
+MIIBojCCAUmgAwIBAgIUC9P0y2cYFGJ5s6BCH51cpmaWMtswCgYIKoZIzj0EAwIw
+HjEcMBoGA1UEAwwTcmVzdF9jbGllbnQgdGVzdCBDQTAgFw0yNjExMjUxMzE0NTla
+GA8yMTI2MTEwMTEzMTQ1OVowHjEcMBoGA1UEAwwTcmVzdF9jbGllbnQgdGVzdCBD
+QTBZMBMGByqGSM49AgEGCCqGSM49AwEHA0IABOP6NzdGRFcKRlFcoBPNpUeC/XAV
+qJ26UoBJFx+JsWzjkU+ZGdGnEmIeOGISCcZCYLpnzLv1O84CKvF3xtRmmSKjYzBh
+MB0GA1UdDgQWBBRgvh2Wu9mwPbSIiPa8G0XGTIPEEDAfBgNVHSMEGDAWgBRgvh2W
+u9mwPbSIiPa8G0XGTIPEEDAPBgNVHRMBAf8EBTADAQH/MA4GA1UdDwEB/wQEAwIB
+BjAKBggqhkjOPQQDAgNHADBEAiA79U/SlVj/nPbAYyJgM10ew2ApfBt9JlDqgHx9
+DLSybAIgaZTJ5AEHsUZNjxbFo7nBcXl23md/napmHBBmzb4Qfdk=
+-----END CERTIFICATE-----
+""",
+    "server.pem": """-----BEGIN CERTIFICATE-----
+MIIBszCCAVqgAwIBAgIUO2CGl6LOkbfi9vgj5hhCUJH5DzswCgYIKoZIzj0EAwIw
+HjEcMBoGA1UEAwwTcmVzdF9jbGllbnQgdGVzdCBDQTAgFw0yNjExMjUxMzE0NTla
+GA8yMTI2MTEwMTEzMTQ1OVowFDESMBAGA1UEAwwJbG9jYWxob3N0MFkwEwYHKoZI
+zj0CAQYIKoZIzj0DAQcDQgAEqEQSWPxmp5o3s6U5obpHqi9CGHBl5Un9ZkSnS1lV
+lA/TPzivSgOf6YVb/FHmzFBHnVUw4Jt+WVji+AeOR64H8qN+MHwwGgYDVR0RBBMw
+EYIJbG9jYWxob3N0hwR/AAABMAkGA1UdEwQCMAAwEwYDVR0lBAwwCgYIKwYBBQUH
+AwEwHQYDVR0OBBYEFHscJgpoSlv7YpgLAr4LeIcJJnJ7MB8GA1UdIwQYMBaAFGC+
+HZa72bA9tIiI9rwbRcZMg8QQMAoGCCqGSM49BAMCA0cAMEQCIF94RxFAyg78ddwv
+scmyXBbhb/OHaWXIm9josymj327MAiAKc4XyZUuZJ9Z9VM1qAH9YdD3d+xtT4sTZ
+Q3wm/OJgRw==
+-----END CERTIFICATE-----
+""",
+    "server.key": """-----BEGIN PRIVATE KEY-----
+MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgJLXpWrVZbJdT5CZF
+dnumzYZKwC4V9ZQyIfR6wTDJr56hRANCAASoRBJY/GanmjezpTmhukeqL0IYcGXl
+Sf1mRKdLWVWUD9M/OK9KA5/phVv8UebMUEedVTDgm35ZWOL4B45Hrgfy
+-----END PRIVATE KEY-----
+""",
+    "client.pem": """-----BEGIN CERTIFICATE-----
+MIIBpzCCAUygAwIBAgIUO2CGl6LOkbfi9vgj5hhCUJH5DzwwCgYIKoZIzj0EAwIw
+HjEcMBoGA1UEAwwTcmVzdF9jbGllbnQgdGVzdCBDQTAgFw0yNjExMjUxMzE0NTla
+GA8yMTI2MTEwMTEzMTQ1OVowIjEgMB4GA1UEAwwXcmVzdF9jbGllbnQgdGVzdCBj
+bGllbnQwWTATBgcqhkjOPQIBBggqhkjOPQMBBwNCAAQO4y70hpmNC02TliLQ9bkm
+5Ee+Q7/DIQ12gHnZGIB6vWEgErZcuTVllR4LWgaiubeqkmkaRJEbQm0p6b8sTXjx
+o2IwYDAJBgNVHRMEAjAAMBMGA1UdJQQMMAoGCCsGAQUFBwMCMB0GA1UdDgQWBBQr
+cGwAoK65FPUhwDirMXzodef/pzAfBgNVHSMEGDAWgBRgvh2Wu9mwPbSIiPa8G0XG
+TIPEEDAKBggqhkjOPQQDAgNJADBGAiEAnCeLTrxGhBMve20eM1T9hhE78u6tWqoy
+LwMk6DbPz8kCIQDx63MNVze92P9KwiwJCDieXW+vhhM3HE8xsxbAg8wIdg==
+-----END CERTIFICATE-----
+""",
+    "client.key": """-----BEGIN PRIVATE KEY-----
+MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgLoPICYYMbsOwMv/U
+DpuFK5tDc/W806WSJo6V5Hh75iahRANCAAQO4y70hpmNC02TliLQ9bkm5Ee+Q7/D
+IQ12gHnZGIB6vWEgErZcuTVllR4LWgaiubeqkmkaRJEbQm0p6b8sTXjx
+-----END PRIVATE KEY-----
+""",
+}
+CA_HASH = "c3039ded"  # openssl x509 -hash: the name OpenSSL looks for in a CA folder
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory):
+    """The PEM files on disk, and a CA folder as OpenSSL reads one (capath, SSL_CERT_DIR)."""
+    folder = tmp_path_factory.mktemp("pki")
+    for name, text in PKI.items():
+        (folder / name).write_text(text)
+    (folder / "cas").mkdir()
+    (folder / "cas" / (CA_HASH + ".0")).write_text(PKI["ca.pem"])
+    paths = {name.replace(".", "_"): str(folder / name) for name in PKI}
+    return types.SimpleNamespace(cas=str(folder / "cas"), **paths)
+
+
+def serve_scripted(server, scheme="http"):
+    """Start a ScriptedServer in a thread; it records what it receives."""
+    server.received, server.attempts, server.arrivals, server.dates = [], {}, {}, {}
+    server.release = threading.Event()
+    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
+    server.url = "%s://127.0.0.1:%d" % (scheme, server.server_address[1])
+    return server
+
+
+def tls_server(pki, client_certificate):
+    """A ScriptedServer on TLS with the test CA's server certificate, which asks for a
+    client certificate signed by that CA when client_certificate is true."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(pki.server_pem, pki.server_key)
+    if client_certificate:
+        context.verify_mode = ssl.CERT_REQUIRED
+        context.load_verify_locations(pki.ca_pem)
+    server = ScriptedServer(("127.0.0.1", 0), ScriptedHandler)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    return serve_scripted(server, "https")
+
+
+@pytest.fixture(scope="module")
+def tls(pki):
+    server = tls_server(pki, client_certificate=False)
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture(scope="module")
+def mutual_tls(pki):
+    server = tls_server(pki, client_certificate=True)
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+ECHO_GET = {"method": "GET", "path": "/echo", "body": ""}
+
+
+def test_https_with_the_ca_given_is_verified(tls, pki):
+    resp, err = send(Request("GET", tls.url + "/echo"), context=tls_context(cacert=pki.ca_pem))
+    assert err is None and resp.status_code == 200 and resp.json() == ECHO_GET
+
+
+def test_https_with_a_ca_folder_is_verified(tls, pki):
+    resp, err = send(Request("GET", tls.url + "/echo"), context=tls_context(capath=pki.cas))
+    assert err is None and resp.json() == ECHO_GET
+
+
+def test_the_same_tls_settings_give_the_same_context(pki):
+    assert tls_context(cacert=pki.ca_pem) is tls_context(cacert=pki.ca_pem)
+
+
+def test_an_untrusted_certificate_is_an_error_that_says_how_to_trust_the_ca(tls):
+    rest_client.close()
+    before = len(tls.received)
+    resp, err = send(Request("GET", tls.url + "/echo"))
+    assert resp is None and isinstance(err, rest_client.UntrustedCertificate)
+    assert "certificate verify failed" in str(err)
+    assert "--cacert FILE" in str(err) and "SSL_CERT_FILE=FILE" in str(err)
+    result = run_cli("GET", tls.url + "/echo")
+    assert (result.returncode, result.stdout) == (3, b"")
+    assert result.stderr.count(b"\n") == 1 and b"--cacert FILE" in result.stderr
+    assert len(tls.received) == before
+
+
+@pytest.mark.parametrize("variable, name", [("SSL_CERT_FILE", "ca_pem"),
+                                            ("SSL_CERT_DIR", "cas")])
+def test_ssl_cert_file_and_ssl_cert_dir_are_honoured(tls, pki, variable, name):
+    result = run_cli_process("GET", tls.url + "/echo", env={variable: getattr(pki, name)})
+    assert (result.returncode, json.loads(result.stdout)) == (0, ECHO_GET)
+
+
+def test_a_client_certificate_is_shown_for_mutual_tls(mutual_tls, pki):
+    context = tls_context(cacert=pki.ca_pem, cert=pki.client_pem, key=pki.client_key)
+    resp, err = send(Request("GET", mutual_tls.url + "/echo"), context=context)
+    assert err is None and resp.json() == ECHO_GET
+    result = run_cli("GET", mutual_tls.url + "/echo", "--cacert", pki.ca_pem,
+                     "--cert", pki.client_pem, "--key", pki.client_key)
+    assert (result.returncode, json.loads(result.stdout)) == (0, ECHO_GET)
+
+
+def test_without_a_client_certificate_mutual_tls_is_an_error_value(mutual_tls, pki):
+    before = len(mutual_tls.received)
+    resp, err = send(Request("GET", mutual_tls.url + "/echo"),
+                     context=tls_context(cacert=pki.ca_pem))
+    assert resp is None and isinstance(err, OSError)
+    assert len(mutual_tls.received) == before
+
+
+def test_cli_insecure_skips_verification_and_warns_once(tls):
+    result = run_cli("GET", tls.url + "/echo", "-k")
+    assert (result.returncode, json.loads(result.stdout)) == (0, ECHO_GET)
+    assert result.stderr == (b"rest_client: warning: -k: the server's certificate is not "
+                             b"checked, so anyone on the way can read and change this "
+                             b"exchange\n")
+    assert run_cli("GET", tls.url + "/echo", "--insecure").returncode == 0
+
+
+def test_a_connection_made_without_verification_is_never_reused_to_verify(tls):
+    rest_client.close()
+    insecure = tls_context(insecure=True)
+    assert send(Request("GET", tls.url + "/echo"), context=insecure)[0].status_code == 200
+    resp, err = send(Request("GET", tls.url + "/echo"))
+    assert resp is None and isinstance(err, rest_client.UntrustedCertificate)
+    assert send(Request("GET", tls.url + "/echo"), context=insecure)[0].status_code == 200
+
+
+@pytest.mark.parametrize("arguments", [["--cacert", "missing.pem"], ["--capath", "missing"],
+                                       ["--cert", "missing.pem"],
+                                       ["--cert", "client.pem", "--key", "missing.key"],
+                                       ["--cacert", "server.key"]])
+def test_cli_a_certificate_that_cannot_be_read_is_a_usage_error(counting, pki, arguments):
+    server = counting(lambda number, request: answer())
+    folder = os.path.dirname(pki.ca_pem)
+    arguments = [os.path.join(folder, argument) if not argument.startswith("-") else argument
+                 for argument in arguments]
+    result = run_cli("GET", server.url + "/", *arguments)
+    assert (result.returncode, result.stdout) == (2, b"")
+    assert result.stderr.startswith(b"rest_client: cannot read --cacert, --capath, --cert "
+                                    b"or --key: ") and result.stderr.count(b"\n") == 1
+    assert server.requests == []
+
+
+# -- where curl works: credentials ---------------------------------------------------------
+
+def basic(user, password):
+    """The Authorization value RFC 7617 gives for a user and password, in UTF-8."""
+    return "Basic " + base64.b64encode(("%s:%s" % (user, password)).encode()).decode()
+
+
+def with_user_info(url, user_info):
+    return url.replace("://", "://%s@" % user_info)
+
+
+def test_basic_auth_sends_the_user_and_password_in_utf8(scripted):
+    send(Request("GET", scripted.url + "/echo"), auth=("ada", "pässwörd"))
+    assert last_header(scripted, "Authorization") == "Basic YWRhOnDDpHNzd8O2cmQ="
+    assert basic("ada", "pässwörd") == "Basic YWRhOnDDpHNzd8O2cmQ="
+
+
+def test_credentials_in_the_url_are_percent_decoded_and_never_in_the_request_line(scripted):
+    url = with_user_info(scripted.url + "/echo", "ad%40a:p%3As%20s")
+    resp, err = send(Request("GET", url))
+    assert err is None and resp.json()["path"] == "/echo"
+    assert last_header(scripted, "Authorization") == basic("ad@a", "p:s s")
+    result = run_cli("GET", url, "-v")
+    assert result.returncode == 0
+    assert b"p%3As" not in result.stderr and b"ad%40a" not in result.stderr
+    assert b"> GET /echo HTTP/1.1\n" in result.stderr
+    assert b"> Authorization: Basic ***\n" in result.stderr
+
+
+@pytest.fixture
+def netrc_file(tmp_path, monkeypatch):
+    path = tmp_path / "netrc"
+    path.write_text("machine 127.0.0.1 login net password rc\n")
+    monkeypatch.setenv("NETRC", str(path))
+    return path
+
+
+@pytest.mark.parametrize("headers, auth, user_info, use_netrc, sent", [
+    ({"Authorization": "Bearer k"}, ("u", "p"), "url:info", True, "Bearer k"),
+    (None, ("u", "p"), "url:info", True, basic("u", "p")),
+    (None, None, "url:info", True, basic("url", "info")),
+    (None, None, None, True, basic("net", "rc")),
+    (None, None, None, False, None),  # .netrc is read only when asked
+])
+def test_which_credentials_are_sent_header_then_auth_then_url_then_netrc(
+        scripted, netrc_file, headers, auth, user_info, use_netrc, sent):
+    url = scripted.url + "/echo"
+    url = with_user_info(url, user_info) if user_info else url
+    resp, err = send(Request("GET", url, headers=headers), auth=auth, netrc=use_netrc)
+    assert err is None and last_header(scripted, "Authorization") == sent
+
+
+def test_cli_netrc_and_user_with_password(scripted, netrc_file):
+    assert run_cli("GET", scripted.url + "/echo", "--netrc").returncode == 0
+    assert last_header(scripted, "Authorization") == basic("net", "rc")
+    assert run_cli("GET", scripted.url + "/echo", "--netrc", "-u", "ada:a:b").returncode == 0
+    assert last_header(scripted, "Authorization") == basic("ada", "a:b")
+
+
+def test_cli_user_without_password_asks_for_it_on_the_terminal(scripted, monkeypatch):
+    prompts = []
+    monkeypatch.setattr(rest_client.getpass, "getpass",
+                        lambda prompt: prompts.append(prompt) or "s3cret")
+    assert run_cli("GET", scripted.url + "/echo", "-u", "ada").returncode == 0
+    assert prompts == ["Enter host password for user 'ada':"]
+    assert last_header(scripted, "Authorization") == basic("ada", "s3cret")
+
+
+@pytest.mark.parametrize("name", ["Authorization", "Cookie", "Proxy-Authorization"])
+def test_no_credential_follows_a_redirect_to_another_host_or_port(scripted, counting, name):
+    other_port = counting(lambda number, request: answer())
+    headers = {name: "secret", "X-Test": "1"}
+    for target, kept in [("/echo", True), ("http://localhost:%d/echo" % scripted.server_address[1],
+                                           False)]:
+        send(Request("GET", scripted.url + "/redirect/302", headers, {"to": target}))
+        assert scripted.received[-1]["path"] == "/echo"
+        assert last_header(scripted, name) == ("secret" if kept else None)
+        assert last_header(scripted, "X-Test") == "1"
+    send(Request("GET", scripted.url + "/redirect/302", headers, {"to": other_port.url + "/"}))
+    assert name.lower() not in other_port.requests[-1]["headers"]
+    assert other_port.requests[-1]["headers"]["x-test"] == "1"
+
+
+def test_no_credential_follows_a_redirect_from_https_to_http(tls, scripted, pki):
+    context = tls_context(cacert=pki.ca_pem)
+    resp, err = send(Request("GET", tls.url + "/redirect/302", {"Authorization": "Bearer x"},
+                             {"to": scripted.url + "/echo"}), context=context)
+    assert err is None and resp.url == scripted.url + "/echo"
+    assert last_header(scripted, "Authorization") is None
+
+
+@pytest.mark.parametrize("url, new_url, kept", [
+    ("http://h/a", "http://h/b", True),
+    ("http://h/a", "https://h/b", True),  # to https on the same host, default ports
+    ("http://h:80/a", "https://h:443/b", True),
+    ("https://h/a", "http://h/b", False),
+    ("http://h:8080/a", "https://h:8443/b", False),
+    ("http://h/a", "http://h:8080/b", False),
+    ("http://h/a", "http://g/b", False),
+])
+def test_credentials_may_follow_to_the_same_host_and_port_never_to_http(url, new_url, kept):
+    assert rest_client.credentials_may_follow(url, new_url) is kept
+
+
+def test_cli_verbose_shows_every_credential_as_stars(scripted):
+    result = run_cli("GET", scripted.url + "/cookies", "-v", "-u", "ada:pw",
+                     "-H", "Cookie: sid=s3cret", "-H", "Proxy-Authorization: Basic c2VjcmV0")
+    lines = result.stderr.decode().splitlines()
+    assert "> Authorization: Basic ***" in lines and "> Cookie: ***" in lines
+    assert "> Proxy-Authorization: Basic ***" in lines
+    assert lines.count("< Set-Cookie: ***") == 2
+    assert b"pw" not in result.stderr and b"s3cret" not in result.stderr
+    assert b"c2VjcmV0" not in result.stderr and b"a=1" not in result.stderr
+    assert last_header(scripted, "Cookie") == "sid=s3cret"
+
+
+# -- where curl works: proxies -------------------------------------------------------------
+
+PROXY_USER, PROXY_PASSWORD = "proxy", "p@ss:w rd"
+
+
+class TestProxyHandler(BaseHTTPRequestHandler):
+    """A forward proxy, to 127.0.0.1 only: it asks for Basic proxy credentials (a 407
+    without them), forwards plain http requests, and tunnels CONNECT; server.received
+    records each request it got."""
+
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True
+    __test__ = False  # not a test class, whatever its name
+
+    def log_message(self, format, *args):
+        pass
+
+    def allowed(self):
+        """Record the request; answer 407 unless it has the proxy's credentials."""
+        self.server.received.append({"method": self.command, "target": self.path,
+                                     "version": self.request_version,
+                                     "headers": dict(self.headers.items())})
+        if self.headers.get("Proxy-Authorization") == basic(PROXY_USER, PROXY_PASSWORD):
+            return True
+        body = b"proxy credentials, please"
+        self.send_response(407)
+        self.send_header("Proxy-Authenticate", 'Basic realm="proxy"')
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+        return False
+
+    def do_GET(self):
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length)
+        if not self.allowed():
+            return
+        target = urlsplit(self.path)
+        assert target.hostname == "127.0.0.1"
+        headers = {name: value for name, value in self.headers.items()
+                   if name.lower() not in ("host", "proxy-authorization", "connection")}
+        origin = http.client.HTTPConnection("127.0.0.1", target.port, timeout=10)
+        origin.request(self.command, self.path.split(target.netloc, 1)[1], body or None, headers)
+        reply = origin.getresponse()
+        data = reply.read()
+        origin.close()
+        self.send_response(reply.status)
+        for name, value in reply.getheaders():
+            if name.lower() not in ("content-length", "connection", "transfer-encoding",
+                                    "server", "date"):
+                self.send_header(name, value)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    do_POST = do_GET
+
+    def do_CONNECT(self):
+        if not self.allowed():
+            return
+        host, _, port = self.path.rpartition(":")
+        assert host == "127.0.0.1"
+        with socket.create_connection((host, int(port)), timeout=10) as upstream:
+            self.wfile.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
+            relay(self.connection, upstream)
+        self.close_connection = True
+
+
+def relay(one, other):
+    """Pass bytes both ways until either side closes."""
+    while True:
+        for sock in select.select([one, other], [], [], 30)[0] or [one]:
+            data = sock.recv(65536)
+            if not data:
+                return
+            (other if sock is one else one).sendall(data)
+
+
+@pytest.fixture(scope="module")
+def proxy():
+    server = serve_scripted(ScriptedServer(("127.0.0.1", 0), TestProxyHandler))
+    server.with_credentials = with_user_info(server.url, "proxy:p%40ss%3Aw%20rd")
+    yield server
+    rest_client.close()  # the tunnels kept open
+    server.shutdown()
+    server.server_close()
+
+
+def test_a_proxy_gets_its_credentials_for_plain_http(proxy, scripted):
+    resp, err = send(Request("GET", scripted.url + "/echo?x=1"), proxy=proxy.with_credentials)
+    assert err is None and resp.status_code == 200
+    assert resp.json() == {"method": "GET", "path": "/echo?x=1", "body": ""}
+    got = proxy.received[-1]
+    assert (got["method"], got["target"]) == ("GET", scripted.url + "/echo?x=1")
+    assert got["headers"]["Proxy-Authorization"] == basic(PROXY_USER, PROXY_PASSWORD)
+
+
+def test_https_through_a_proxy_sends_its_credentials_on_the_connect_only(proxy, tls, pki):
+    rest_client.close()
+    port = tls.server_address[1]
+    resp, err = send(Request("GET", tls.url + "/echo"), proxy=proxy.with_credentials,
+                     context=tls_context(cacert=pki.ca_pem))
+    assert err is None and resp.json() == ECHO_GET
+    got = proxy.received[-1]
+    assert (got["method"], got["target"], got["version"]) == (
+        "CONNECT", "127.0.0.1:%d" % port, "HTTP/1.1")  # not HTTP/1.0 without Host: gh-66897
+    assert got["headers"]["Host"] == "127.0.0.1:%d" % port
+    assert got["headers"]["Proxy-Authorization"] == basic(PROXY_USER, PROXY_PASSWORD)
+    assert "proxy-authorization" not in [name.lower() for name, _ in tls.received[-1]["headers"]]
+
+
+def test_cli_verbose_through_a_tunnel_shows_the_request_not_the_connect(proxy, tls, pki):
+    rest_client.close()
+    result = run_cli("GET", tls.url + "/echo", "-v", "-x", proxy.with_credentials,
+                     "--cacert", pki.ca_pem)
+    lines = result.stderr.decode().splitlines()
+    assert result.returncode == 0 and lines[0] == "> GET /echo HTTP/1.1"
+    assert "CONNECT" not in result.stderr.decode() and "proxy-authorization" not in [
+        line[2:].partition(":")[0].lower() for line in lines]
+
+
+def test_https_through_a_proxy_keeps_the_tunnel_for_the_next_request(proxy, tls, pki):
+    rest_client.close()
+    before = len(proxy.received)
+    for _ in range(3):
+        resp, err = send(Request("GET", tls.url + "/echo"), proxy=proxy.with_credentials,
+                         context=tls_context(cacert=pki.ca_pem))
+        assert err is None and resp.status_code == 200
+    assert len(proxy.received) == before + 1  # one CONNECT
+
+
+@pytest.mark.parametrize("scheme", ["http", "https"])
+def test_a_proxy_that_wants_credentials_gives_a_407_response(proxy, scripted, tls, pki, scheme):
+    rest_client.close()
+    url = (scripted if scheme == "http" else tls).url + "/echo"
+    resp, err = send(Request("GET", url), proxy=proxy.url, context=tls_context(cacert=pki.ca_pem))
+    assert err is None and resp.status_code == 407
+    assert resp.body == "proxy credentials, please"
+    assert resp.headers["Proxy-Authenticate"] == ['Basic realm="proxy"']
+    result = run_cli("GET", url, "-x", proxy.url, "--cacert", pki.ca_pem, "--fail")
+    assert (result.returncode, result.stdout) == (1, b"proxy credentials, please")
+
+
+def test_the_environment_names_the_proxy_lower_case_first(proxy, scripted):
+    env = {"http_proxy": proxy.with_credentials, "HTTP_PROXY": "http://127.0.0.1:1",
+           "no_proxy": "", "NO_PROXY": "127.0.0.1"}
+    before = len(proxy.received)
+    result = run_cli_process("GET", scripted.url + "/echo", env=env)
+    assert (result.returncode, json.loads(result.stdout)) == (0, ECHO_GET)
+    assert len(proxy.received) == before + 1
+
+
+def test_no_proxy_sends_direct(proxy, scripted):
+    env = {"http_proxy": proxy.url, "no_proxy": "example.com, 127.0.0.1"}
+    before = len(proxy.received)
+    result = run_cli_process("GET", scripted.url + "/echo", env=env)
+    assert (result.returncode, json.loads(result.stdout)) == (0, ECHO_GET)
+    assert len(proxy.received) == before
+
+
+def test_the_proxy_variables_are_read_as_curl_reads_them(monkeypatch):
+    for name in ("http_proxy", "https_proxy", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.upper(), raising=False)
+    monkeypatch.setenv("http_proxy", "http://lower:3128")
+    monkeypatch.setenv("HTTP_PROXY", "http://upper:3128")
+    monkeypatch.setenv("HTTPS_PROXY", "http://upper:3129")
+    monkeypatch.setenv("no_proxy", "")
+    monkeypatch.setenv("NO_PROXY", "example.com")
+    assert rest_client.environment_proxies() == {
+        "http_proxy": "http://lower:3128", "https_proxy": "http://upper:3129", "no_proxy": ""}
+
+
+def test_cli_proxy_and_noproxy_win_over_the_environment(proxy, scripted):
+    env = {"http_proxy": "http://127.0.0.1:1", "no_proxy": ""}
+    before = len(proxy.received)
+    result = run_cli_process("GET", scripted.url + "/echo", "-x", proxy.with_credentials, env=env)
+    assert (result.returncode, json.loads(result.stdout)) == (0, ECHO_GET)
+    assert len(proxy.received) == before + 1
+    result = run_cli_process("GET", scripted.url + "/echo", "--noproxy", "127.0.0.1", env=env)
+    assert (result.returncode, json.loads(result.stdout)) == (0, ECHO_GET)
+    assert len(proxy.received) == before + 1
+
+
+@pytest.mark.parametrize("host, no_proxy, bypassed", [
+    ("api.example.com", ".example.com", True),  # bpo-39057: a leading dot
+    ("example.com", ".example.com", True),
+    ("api.example.com", "example.com", True),
+    ("badexample.com", "example.com", False),
+    ("example.com", "  other.org , example.com  ", True),
+    ("anything", "*", True),
+    ("10.1.2.3", "10.0.0.0/8", True),
+    ("11.1.2.3", "10.0.0.0/8", False),
+    ("127.0.0.1", "localhost", False),
+    ("example.com", "", False),
+])
+def test_no_proxy_is_read_as_curl_reads_it(host, no_proxy, bypassed):
+    assert rest_client.bypassed(host, no_proxy) is bypassed
+
+
+# -- where curl works: forms ---------------------------------------------------------------
+
+def read_multipart(content_type, body):
+    """Each part of a multipart/form-data body, read by the email package (not the client's
+    code): (field name, file name, content type, bytes)."""
+    message = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(
+        b"Content-Type: " + content_type.encode() + b"\r\n\r\n" + body)
+    assert message.get_content_type() == "multipart/form-data" and not message.defects
+    return [(part.get_param("name", header="content-disposition"), part.get_filename(),
+             part.get_content_type(), part.get_payload(decode=True))
+            for part in message.iter_parts()]
+
+
+@pytest.fixture
+def photo(tmp_path):
+    path = tmp_path / "ada.png"
+    path.write_bytes(BLOB)
+    return str(path)
+
+
+def test_a_multipart_form_sends_fields_and_files_as_rfc_7578_has_them(scripted, photo):
+    form = MultipartForm([("name", "Ada"), ("photo", Upload(photo, "image/png")),
+                          ('say "hi"', "é\r\n"), ("name", "Alan")])
+    resp, err = send(Request("POST", scripted.url + "/echo", body=form))
+    assert err is None and resp.status_code == 200
+    content_type = last_header(scripted, "Content-Type")
+    boundary = content_type.partition("; boundary=")[2].encode()
+    assert content_type.startswith("multipart/form-data; boundary=") and boundary
+    expected = b"".join([
+        b"--%s\r\nContent-Disposition: form-data; name=\"name\"\r\n\r\nAda\r\n" % boundary,
+        b"--%s\r\nContent-Disposition: form-data; name=\"photo\"; filename=\"ada.png\"\r\n"
+        b"Content-Type: image/png\r\n\r\n" % boundary, BLOB, b"\r\n",
+        b"--%s\r\nContent-Disposition: form-data; name=\"say %%22hi%%22\"\r\n\r\n" % boundary,
+        "é\r\n".encode(), b"\r\n",
+        b"--%s\r\nContent-Disposition: form-data; name=\"name\"\r\n\r\nAlan\r\n" % boundary,
+        b"--%s--\r\n" % boundary])
+    assert scripted.received[-1]["body"] == expected
+    assert last_header(scripted, "Content-Length") == str(len(expected))
+    assert read_multipart(content_type, expected) == [
+        ("name", None, "text/plain", b"Ada"), ("photo", "ada.png", "image/png", BLOB),
+        ("say %22hi%22", None, "text/plain", "é\r\n".encode()),  # as browsers escape it
+        ("name", None, "text/plain", b"Alan")]
+
+
+def test_a_file_to_upload_gets_its_type_from_its_name_unless_given(scripted, tmp_path):
+    notes = tmp_path / "notes.txt"
+    notes.write_bytes(b"hello")
+    form = MultipartForm({"a": Upload(str(notes)), "b": Upload(str(notes), filename="x.bin",
+                                                                content_type="app/x")})
+    send(Request("PUT", scripted.url + "/echo", body=form))
+    parts = read_multipart(last_header(scripted, "Content-Type"), scripted.received[-1]["body"])
+    assert parts == [("a", "notes.txt", "text/plain", b"hello"), ("b", "x.bin", "app/x", b"hello")]
+
+
+def test_a_file_is_uploaded_from_disk_never_whole_in_memory(bulk, tmp_path):
+    path = tmp_path / "big.bin"
+    with open(str(path), "wb") as file:
+        for _ in range(16):
+            file.write(BulkServer.CHUNK)
+    (resp, err), peak = with_peak_memory(lambda: send(Request(
+        "POST", bulk.url + "/", body=MultipartForm({"file": Upload(str(path))}))))
+    assert err is None and peak < 4 * MIB
+    boundary = resp.json()["content_type"].partition("; boundary=")[2].encode()
+    digest = hashlib.sha256(b"--%s\r\nContent-Disposition: form-data; name=\"file\"; "
+                            b"filename=\"big.bin\"\r\nContent-Type: application/octet-stream"
+                            b"\r\n\r\n" % boundary)
+    for _ in range(16):
+        digest.update(BulkServer.CHUNK)
+    digest.update(b"\r\n--%s--\r\n" % boundary)
+    assert resp.json()["sha256"] == digest.hexdigest()
+
+
+def test_a_file_to_upload_that_cannot_be_read_is_an_error_value(scripted, tmp_path):
+    form = MultipartForm({"file": Upload(str(tmp_path / "missing.png"))})
+    resp, err = send(Request("POST", scripted.url + "/echo", body=form))
+    assert resp is None and isinstance(err, FileNotFoundError)
+
+
+def test_cli_form_fields_and_files_as_curl_has_them(scripted, photo):
+    result = run_cli("POST", scripted.url + "/echo", "-F", "name=Ada", "-F", "photo=@" + photo,
+                     "-F", "icon=@%s;type=image/x-icon;filename=a.ico" % photo)
+    assert result.returncode == 0
+    assert read_multipart(last_header(scripted, "Content-Type"), scripted.received[-1]["body"]) == [
+        ("name", None, "text/plain", b"Ada"), ("photo", "ada.png", "image/png", BLOB),
+        ("icon", "a.ico", "image/x-icon", BLOB)]
+
+
+def test_cli_a_form_file_that_cannot_be_read_is_a_usage_error(counting, tmp_path):
+    server = counting(lambda number, request: answer())
+    result = run_cli("POST", server.url + "/", "-F", "f=@" + str(tmp_path / "missing"))
+    assert (result.returncode, result.stdout) == (2, b"")
+    assert result.stderr.startswith(b"rest_client: cannot read the body: [Errno 2]")
+    assert server.requests == []
+
+
+def test_a_url_encoded_form_is_sent_when_asked_for_by_name(scripted):
+    form = UrlEncodedForm([("name", "Ada L"), ("lang", "en&fr"), ("lang", "é")])
+    send(Request("POST", scripted.url + "/echo", body=form))
+    assert scripted.received[-1]["body"] == b"name=Ada%20L&lang=en%26fr&lang=%C3%A9"
+    assert last_header(scripted, "Content-Type") == "application/x-www-form-urlencoded"
+
+
+def test_a_form_keeps_a_content_type_given_unless_multipart_needs_its_boundary(scripted):
+    headers = {"content-type": "application/x-www-form-urlencoded; charset=utf-8"}
+    send(Request("POST", scripted.url + "/echo", headers, body=UrlEncodedForm({"a": "1"})))
+    assert last_header(scripted, "Content-Type") == headers["content-type"]
+    send(Request("POST", scripted.url + "/echo", {"content-type": "multipart/form-data"},
+                 body=MultipartForm({"a": "1"})))
+    assert last_header(scripted, "Content-Type").startswith("multipart/form-data; boundary=")
+
+
+def test_cli_data_urlencode(scripted):
+    result = run_cli("POST", scripted.url + "/echo", "--data-urlencode", "name=Ada L",
+                     "--data-urlencode", "q=a=b")
+    assert result.returncode == 0
+    assert scripted.received[-1]["body"] == b"name=Ada%20L&q=a%3Db"
+    assert last_header(scripted, "Content-Type") == "application/x-www-form-urlencoded"
+
+
+def test_cli_form_and_data_together_are_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as exited:
+        rest_client.main(["POST", "http://127.0.0.1:1/", "-d", "x", "-F", "a=b"])
+    assert exited.value.code == 2
+
+
+# -- where curl works: cookies -------------------------------------------------------------
+
+def test_a_cookie_jar_keeps_cookies_across_calls_by_their_rules(scripted):
+    jar = http.cookiejar.CookieJar()
+    send(Request("GET", scripted.url + "/cookies"), cookies=jar)
+    send(Request("GET", scripted.url + "/set_cookie", params={"cookie": "s=1; Secure"}),
+         cookies=jar)
+    send(Request("GET", scripted.url + "/set_cookie", params={"cookie": "p=1; Path=/other"}),
+         cookies=jar)
+    send(Request("GET", scripted.url + "/echo"), cookies=jar)
+    assert last_header(scripted, "Cookie") == "a=1; b=2"  # not Secure over http, not /other
+    send(Request("GET", scripted.url + "/other"), cookies=jar)
+    assert last_header(scripted, "Cookie") in ("p=1; a=1; b=2", "a=1; b=2; p=1")
+
+
+def test_a_cookie_set_by_a_redirect_is_sent_on_the_next_hop(scripted):
+    jar = http.cookiejar.CookieJar()
+    resp, err = send(Request("GET", scripted.url + "/set_cookie",
+                             params={"cookie": "sid=42", "to": "/echo"}), cookies=jar)
+    assert err is None and resp.url == scripted.url + "/echo"
+    assert last_header(scripted, "Cookie") == "sid=42"
+
+
+def test_a_jar_never_sends_a_cookie_to_another_host(scripted):
+    jar = http.cookiejar.CookieJar()
+    send(Request("GET", scripted.url + "/cookies"), cookies=jar)
+    port = scripted.server_address[1]
+    send(Request("GET", "http://localhost:%d/echo" % port), cookies=jar)
+    assert last_header(scripted, "Cookie") is None
+
+
+NETSCAPE_COOKIES = """# Netscape HTTP Cookie File
+127.0.0.1\tFALSE\t/\tFALSE\t0\tsid\tfrom-file
+#HttpOnly_127.0.0.1\tFALSE\t/\tFALSE\t4102444800\thttp\tonly
+"""  # as curl writes them: 0 for a session cookie, #HttpOnly_ before an HttpOnly one
+
+
+def sent_cookies(server):
+    """The cookies of the last request, as a set of "name=value"."""
+    return set((last_header(server, "Cookie") or "").split("; ")) - {""}
+
+
+def test_cli_reads_a_netscape_cookie_file_and_writes_the_jar(scripted, tmp_path):
+    cookies = tmp_path / "cookies.txt"
+    cookies.write_text(NETSCAPE_COOKIES)
+    jar_file = tmp_path / "jar.txt"
+    result = run_cli("GET", scripted.url + "/cookies", "-b", str(cookies), "-c", str(jar_file))
+    assert result.returncode == 0 and sent_cookies(scripted) == {"sid=from-file", "http=only"}
+    written = http.cookiejar.MozillaCookieJar()
+    written.load(str(jar_file), ignore_discard=True, ignore_expires=True)
+    assert sorted((cookie.name, cookie.value) for cookie in written) == [
+        ("a", "1"), ("b", "2"), ("http", "only"), ("sid", "from-file")]
+    result = run_cli("GET", scripted.url + "/echo", "-b", str(jar_file))
+    assert sent_cookies(scripted) == {"a=1", "b=2", "http=only", "sid=from-file"}
+
+
+def test_cli_a_cookie_file_not_there_yet_starts_an_empty_jar(scripted, tmp_path):
+    jar_file = tmp_path / "jar.txt"
+    arguments = ["-b", str(jar_file), "-c", str(jar_file)]
+    assert run_cli("GET", scripted.url + "/cookies", *arguments).returncode == 0
+    assert run_cli("GET", scripted.url + "/echo", *arguments).returncode == 0
+    assert last_header(scripted, "Cookie") == "a=1; b=2"
+
+
+def test_cli_a_cookie_given_as_name_value_is_sent(scripted):
+    assert run_cli("GET", scripted.url + "/echo", "-b", "sid=42; theme=dark").returncode == 0
+    assert last_header(scripted, "Cookie") == "sid=42; theme=dark"
+
+
+def test_cli_a_cookie_file_that_is_not_one_is_a_usage_error(counting, tmp_path):
+    server = counting(lambda number, request: answer())
+    not_cookies = tmp_path / "cookies.txt"
+    not_cookies.write_text("hello\n")
+    result = run_cli("GET", server.url + "/", "-b", str(not_cookies))
+    assert (result.returncode, result.stdout) == (2, b"")
+    assert result.stderr.startswith(b"rest_client: cannot read the cookies of -b: ")
+    assert server.requests == []
