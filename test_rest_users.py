@@ -2,7 +2,8 @@
 
 Each configuration (memory store, SQLite store, with an API key, with CORS...) gets one
 real server on port 0, shared by the tests that use it. Behaviour tests run against both
-stores. Tests never sleep to synchronise: they wait on sockets and processes.
+stores. Tests wait on sockets, processes and events; where they must wait for the server
+to reach a state, they poll for it in a loop under a deadline, never sleeping a fixed time.
 """
 
 import ast
