@@ -1321,8 +1321,7 @@ class UsageError(Exception):
 def send_options(options):
     """send()'s keywords for curl's options; UsageError for a file that cannot be read."""
     keywords = {"proxy": options.proxy, "noproxy": options.noproxy, "netrc": options.netrc,
-                "context": context_from(options),
-                "save_to": None if options.output == "-" else options.output}
+                "context": context_from(options), "save_to": save_target(options)}
     if options.user is not None:
         user, colon, password = options.user.partition(":")
         keywords["auth"] = (user, password if colon else getpass.getpass(
@@ -1332,6 +1331,18 @@ def send_options(options):
     if keywords["save_to"] and sys.stderr.isatty():
         keywords["progress"] = ProgressLine()
     return keywords
+
+
+def save_target(options):
+    """Where the body goes as it arrives: the -o file; or stdout, when that is a file or a
+    pipe (a terminal sees only text), no -i head must go first, and no retry could write it
+    twice. None: the body is printed once it is whole."""
+    if options.output not in (None, "-"):
+        return options.output
+    if options.output is None and not (options.include or options.retry
+                                       or sys.stdout.isatty()):
+        return sys.stdout.buffer
+    return None
 
 
 def context_from(options):
@@ -1493,7 +1504,7 @@ def report(options, keywords, response, error):
         return 3
     if options.include:
         print_head(response)
-    if options.output in (None, "-"):
+    if keywords["save_to"] is None:
         print_body(response, binary_too=options.output == "-")
     sys.stdout.flush()
     return 1 if options.fail and response.status_code >= 400 else 0

@@ -1388,6 +1388,33 @@ def test_a_64_mib_download_goes_to_a_file_never_more_than_8_mib_in_memory(bulk, 
     assert os.path.getsize(target) == 64 * MIB and os.listdir(str(tmp_path)) == ["big.bin"]
 
 
+def peak_memory_of_cli(stdout, *args):
+    """Run rest_client.py's command line in a process of its own, its stdout a file; the
+    largest resident memory it had, in KiB (Linux's unit)."""
+    report = ("import resource, runpy, sys\nsys.argv = ['rest_client.py'] + %r\ntry:\n"
+              "    runpy.run_path(%r, run_name='__main__')\nfinally:\n    sys.stderr.write("
+              "'maxrss %%d' %% resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
+              % (list(args), os.path.join(HERE, "rest_client.py")))
+    done = subprocess.run([sys.executable, "-c", report], stdout=stdout,
+                          stderr=subprocess.PIPE, timeout=20)
+    assert done.returncode == 0
+    return int(done.stderr.decode().rpartition("maxrss ")[2])
+
+
+def test_cli_streams_a_large_body_to_a_file_or_pipe_as_it_arrives(bulk, tmp_path):
+    """`rest_client.py GET URL > file` holds no more of the body than `-o file` does."""
+    target, url = str(tmp_path / "big.bin"), bulk.url + "/64"
+    with open(os.devnull, "wb") as nowhere:
+        with_o = peak_memory_of_cli(nowhere, "GET", url, "-o", target)
+    with open(target, "wb") as stdout:
+        redirected = peak_memory_of_cli(stdout, "GET", url)
+    assert redirected < with_o + 8 * 1024  # KiB: the 64 MiB never sit in memory
+    with open(target, "rb") as file:
+        pieces = iter(lambda: file.read(MIB), b"")
+        assert all(piece == BulkServer.CHUNK for piece in pieces)
+    assert os.path.getsize(target) == 64 * MIB
+
+
 def test_a_download_to_a_file_object_says_where_the_bytes_went(counting):
     server = counting(lambda number, request: answer(gzip.compress(BLOB), headers=[
         "Content-Encoding: gzip"]))
