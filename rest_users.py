@@ -3360,6 +3360,9 @@ def used_components(paths, components):
 
 EXAMPLE_USER = dict([("id", 1)] + [(field.name, field.example) for field in FIELDS])
 PATCH_EXAMPLE = {"name": "Ada King"}  # for Try it out, while users have a name
+# The XML names the core gives a user and a list of them, read off what it renders
+USER_TAG = user_element(new_user(1, {})).tag
+USERS_TAG = ElementTree.fromstring(render_users([], XML)).tag
 
 
 def field_schema(field):
@@ -3372,9 +3375,9 @@ def field_schema(field):
 
 
 def user_schema(properties, required, example, **more):
-    """A user object with these properties and no other, <user> in XML."""
+    """A user object with these properties and no other, named in XML as the core does."""
     schema = dict({"type": "object", "properties": properties, "additionalProperties": False,
-                   "xml": {"name": "user"}, "examples": [example]}, **more)
+                   "xml": {"name": USER_TAG}, "examples": [example]}, **more)
     if required:
         schema["required"] = required
     return schema
@@ -3390,7 +3393,8 @@ def openapi_schemas():
     return {
         "User": user_schema(with_id, ["id"] + required, EXAMPLE_USER),
         "UserList": {"type": "array", "items": json_schema_ref("User"),
-                     "xml": {"name": "users", "wrapped": True}, "examples": [[EXAMPLE_USER]]},
+                     "xml": {"name": USERS_TAG, "wrapped": True},
+                     "examples": [[EXAMPLE_USER]]},
         "NewUser": user_schema(fields, required, new_user),
         "UserReplacement": user_schema(with_id, required, new_user,
                                        description="id, if given, must be the id in the path"),

@@ -3766,6 +3766,8 @@ def test_a_decision_changed_in_the_core_shows_in_every_server(tmp_path, plain):
             reply = call(running, "GET", "/users/9")
             assert assert_problem(reply, 404)["detail"] == "No user has the id 9."
             assert reply.headers["X-Learner"] == "was here"
+        schemas = call(running, "GET", "/openapi.json").json()["components"]["schemas"]
+        assert schemas["User"]["xml"] == {"name": "person"}  # the description says so too
 
 
 @pytest.fixture
