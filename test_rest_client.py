@@ -837,6 +837,19 @@ def test_cli_a_timeout_must_be_above_0(timeout, capsys):
     assert "--timeout: must be a number of seconds above 0" in stderr
 
 
+def read_terminal(controller):
+    """Everything a pseudo-terminal's other end wrote, until it is closed."""
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(controller, 65536)
+        except OSError:  # the terminal's other end is closed: all is read
+            return shown
+        if not chunk:
+            return shown
+        shown += chunk
+
+
 def test_cli_adds_a_line_end_on_a_terminal_only(scripted):
     controller, terminal = pty.openpty()
     try:
@@ -845,15 +858,7 @@ def test_cli_adds_a_line_end_on_a_terminal_only(scripted):
         assert process.wait(20) == 0
         os.close(terminal)
         terminal = None
-        output = b""
-        while True:
-            try:
-                chunk = os.read(controller, 1024)
-            except OSError:  # the terminal's other end is closed: all is read
-                break
-            if not chunk:
-                break
-            output += chunk
+        output = read_terminal(controller)
     finally:
         os.close(controller)
         if terminal is not None:
@@ -1255,15 +1260,7 @@ def on_terminal(args, stream="stdout"):
     process = subprocess.Popen([sys.executable, os.path.join(HERE, "rest_client.py")] + args,
                                **streams)
     os.close(terminal)
-    shown = b""
-    while True:
-        try:
-            chunk = os.read(controller, 65536)
-        except OSError:  # the terminal's other end is closed: all is read
-            break
-        if not chunk:
-            break
-        shown += chunk
+    shown = read_terminal(controller)
     os.close(controller)
     piped = (process.stderr if stream == "stdout" else process.stdout).read()
     return process.wait(20), shown, piped
