@@ -6,7 +6,7 @@ serves http://127.0.0.1:8000/users, kept in memory; `--help` lists the options.
 
 The resource (the README walks through it with curl):
 
-    GET    /users        the list: ?limit=&offset=&sort=&name=&email=&q=
+    GET    /users        the list: ?limit=&offset=&sort=&q=, and a filter per field
     POST   /users        create a user: 201 Created with a Location header
     GET    /users/{id}   one user, with an ETag (If-None-Match gives 304 Not Modified)
     PUT    /users/{id}   replace it (If-Match gives 412 when someone changed it meanwhile)
@@ -29,7 +29,9 @@ serve_forever(). A request travels through it so:
     wrong on the way raises ApiError, which handle_api_request answers as an RFC 9457 problem.
 
 Every decision is made once, here: a user's fields in FIELDS, the routes in ROUTES, each
-rule and message in one function. Each appendix adds to the core by subclassing it and
+rule and message in one function. To add a field, write its check and add its row to FIELDS
+(and, for --fake-users, its made-up value in fake_user): every format, store, filter, the
+API description and the explorer follow. Each appendix adds to the core by subclassing it and
 overriding hooks it leaves, each hook in one appendix at most; none restates a decision:
  A. EdgeHandler: strict framing and the Host check (parse_request, read_head), the 413 and
     100-continue (before_reading_body), drained bodies (leave_unread_body), problems for
@@ -268,7 +270,7 @@ class UsersHandler(BaseHTTPRequestHandler):
         self.send_user(HTTPStatus.OK, user)
 
     def replace_user(self, user_id):
-        """PUT /users/{id}: replace name and email (no create: 404 when missing)."""
+        """PUT /users/{id}: replace every field (no create: 404 when missing)."""
         self.update_user(user_id, self.read_user_body(), partial=False)
 
     def patch_user(self, user_id):
@@ -523,9 +525,9 @@ def new_user(user_id, values, version=1):
     return User(user_id, *[values.get(name) for name in FIELD_NAMES], version)
 
 
-def in_words(names):
+def in_words(names, conjunction="and"):
     """Names as a sentence lists them: "name and email", "name, email and phone"."""
-    return " and ".join(filter(None, [", ".join(names[:-1]), names[-1]]))
+    return (" %s " % conjunction).join(filter(None, [", ".join(names[:-1]), names[-1]]))
 
 
 def check_id(value, path_id):
@@ -2209,8 +2211,8 @@ WAYS = {"limit": {"ours"}, "offset": {"ours"}, "range": {"range"}, "_end": {"sta
 SORTING = ("sort", "_sort", "_order")
 DIALECT_PARAMETERS = LIST_PARAMETERS + (
     "id", "FIELD_ne", "FIELD_gte", "FIELD_lte", "FIELD_like", "FIELD:TEST", "_start", "_end",
-    "_limit", "_page", "_per_page", "_sort", "_order", "range", "filter (FIELD: id, name or "
-    "email; TEST: %s)" % ", ".join(COLON_TESTS))
+    "_limit", "_page", "_per_page", "_sort", "_order", "range", "filter (FIELD: %s; TEST: %s)"
+    % (in_words(FILTERED, "or"), ", ".join(COLON_TESTS)))
 
 
 class DialectHandler(UsersHandler):
