@@ -490,9 +490,9 @@ def check_email(value):
 # The same rules as JSON Schema patterns, for the API description: no control characters
 # or non-characters; a name not only white space (Python's str.isspace() counts U+0085 as
 # space, ECMAScript's \s does not); one @ in an email.
-ALLOWED = "[^\\u0000-\\u001f\\u007f\\ufffe\\uffff]"
-VISIBLE = "[^\\s\\u0000-\\u001f\\u007f\\u0085\\ufffe\\uffff]"
-EMAIL_PART = "[^@\\s\\u0000-\\u001f\\u007f\\u0085\\ufffe\\uffff]+"
+PATTERN_CHARACTER = "[^\\u0000-\\u001f\\u007f\\ufffe\\uffff]"
+PATTERN_VISIBLE = "[^\\s\\u0000-\\u001f\\u007f\\u0085\\ufffe\\uffff]"
+PATTERN_EMAIL_PART = "[^@\\s\\u0000-\\u001f\\u007f\\u0085\\ufffe\\uffff]+"
 
 Field = namedtuple("Field", "name check required ignores_case searched schema example")
 """One field of a user. `check` says what is wrong with a value, or None; a field not
@@ -506,11 +506,11 @@ in it; `schema`: its JSON Schema; `example`: a value for the API description."""
 FIELDS = (
     Field("name", check_name, required=True, ignores_case=False, searched=True,
           schema={"type": "string", "minLength": 1, "maxLength": MAX_NAME_LENGTH,
-                  "pattern": "^%s*%s%s*$" % (ALLOWED, VISIBLE, ALLOWED)},
+                  "pattern": "^{0}*{1}{0}*$".format(PATTERN_CHARACTER, PATTERN_VISIBLE)},
           example="Ada Lovelace"),
     Field("email", check_email, required=True, ignores_case=True, searched=True,
           schema={"type": "string", "minLength": 3, "maxLength": MAX_EMAIL_LENGTH,
-                  "pattern": "^%s@%s$" % (EMAIL_PART, EMAIL_PART)},
+                  "pattern": "^%s@%s$" % (PATTERN_EMAIL_PART, PATTERN_EMAIL_PART)},
           example="ada@example.com"),
 )
 FIELD_NAMES = tuple(field.name for field in FIELDS)
