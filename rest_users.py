@@ -515,6 +515,8 @@ FIELDS = (
 )
 FIELD_NAMES = tuple(field.name for field in FIELDS)
 FIELDS_BY_NAME = {field.name: field for field in FIELDS}
+CASELESS = frozenset(field.name for field in FIELDS if field.ignores_case)
+SEARCHED = tuple(field.name for field in FIELDS if field.searched)  # where q looks
 
 User = namedtuple("User", ("id",) + FIELD_NAMES + ("version",))
 """One user, never changed in place; `version` grows with every change, and so does the ETag."""
@@ -615,16 +617,14 @@ class MemoryStore:
         return len(matches), matches[query.offset:query.offset + query.limit]
 
     def passes(self, user, query):
-        """Whether a user passes every Filter, and has q in a searched field (casefolded)."""
+        """Whether a user passes every Filter, and has q in a searched field."""
         return all(self.passes_filter(getattr(user, field), field, test, values)
                    for field, test, values in query.filters) and (
-            query.q is None or any(query.q.casefold() in getattr(user, field.name).casefold()
-                                   for field in FIELDS
-                                   if field.searched and getattr(user, field.name) is not None))
+            query.q is None or has_text(user, query.q))
 
     def passes_filter(self, value, field, test, values):
         """Whether a field passes a Filter: here eq, one of the values (email: any ASCII case)."""
-        if field in FIELDS_BY_NAME and FIELDS_BY_NAME[field].ignores_case and value is not None:
+        if field in CASELESS and value is not None:
             return email_key(value) in [email_key(each) for each in values]
         return value in values
 
@@ -680,6 +680,13 @@ class MemoryStore:
 
     def close(self):
         """Nothing to close: the users go with the process."""
+
+
+def has_text(user, text):
+    """Whether a searched field of the user contains the text, ignoring case as
+    str.casefold() does on both sides ("LOVE" is in "Ada Lovelace")."""
+    values = [getattr(user, name) for name in SEARCHED]
+    return any(text.casefold() in value.casefold() for value in values if value is not None)
 
 
 def selects_everyone(query):
@@ -861,7 +868,8 @@ def read_xml_fields(text):
     try:
         parser.Parse(text, True)
     except expat.ExpatError as error:
-        raise ApiError(HTTPStatus.BAD_REQUEST, "The body is not well-formed XML: %s." % error) from None
+        raise ApiError(HTTPStatus.BAD_REQUEST,
+                       "The body is not well-formed XML: %s." % error) from None
     return reader.pairs
 
 
@@ -1659,10 +1667,9 @@ class SQLiteStore:
             conditions.append(sql_condition(field, test, len(values)))
             arguments += sql_arguments(test, values)
         if query.q is not None:  # instr(), not LIKE: % and _ are plain text in q
-            searched = [field.name for field in FIELDS if field.searched]
             conditions.append("(%s)" % " OR ".join("instr(casefold(%s), ?)" % name
-                                                   for name in searched))
-            arguments += [query.q.casefold()] * len(searched)
+                                                   for name in SEARCHED))
+            arguments += [query.q.casefold()] * len(SEARCHED)
         where = " WHERE " + " AND ".join(conditions) if conditions else ""
         order = ", ".join(key.lstrip("-") + (" DESC" if key[0] == "-" else "")
                           for key in query.sort + ("id",))  # keys from SORT_KEYS only
@@ -1753,8 +1760,7 @@ SQL_TESTS = {"eq": "%s IN (%s)", "ne": "%s NOT IN (%s)", "lt": "%s < ?", "lte": 
 
 def sql_condition(field, test, count):
     """The SQL of a Filter, with count values; emails are equal ignoring ASCII case (NOCASE)."""
-    nocase = field in FIELDS_BY_NAME and FIELDS_BY_NAME[field].ignores_case
-    column = field + " COLLATE NOCASE" if nocase and test in ("eq", "ne") else field
+    column = field + " COLLATE NOCASE" if field in CASELESS and test in ("eq", "ne") else field
     return SQL_TESTS[test] % ((column, ", ".join("?" * count)) if test in ("eq", "ne")
                               else column)
 
@@ -2907,7 +2913,7 @@ def user_input(field):
 def explorer_template():
     """The page with the parts that name the fields built from FIELDS (a field's name is an
     identifier, so it needs no escaping), and the style and script; only {kept_in} is left."""
-    searched = " or ".join(field.name for field in FIELDS if field.searched)
+    searched = " or ".join(SEARCHED)
     parts = (
         ("sort_options", "".join(map(sort_option, SORT_KEYS))),
         ("filters", "\n".join(map(filter_input, FIELDS))),
@@ -3210,7 +3216,6 @@ PREFER = {"name": "Prefer", "in": "header", "schema": TEXT, "example": "return=m
 def list_parameters():
     """The query parameters of GET /users, in LIST_PARAMETERS' order; one the list takes
     that nothing here describes is a plain string."""
-    searched = [field.name for field in FIELDS if field.searched]
     described = {field.name: filter_parameter(field) for field in FIELDS}
     described.update(
         limit={"name": "limit", "in": "query", "schema": {
@@ -3219,7 +3224,7 @@ def list_parameters():
             "type": "integer", "minimum": 0, "maximum": MAX_USER_ID, "default": 0}},
         sort=sort_parameter(),
         q={"name": "q", "in": "query", "schema": {"type": "string", "minLength": 1},
-           "description": "text in the %s, ignoring case" % " or the ".join(searched)})
+           "description": "text in the %s, ignoring case" % " or the ".join(SEARCHED)})
     return [described.get(name) or {"name": name, "in": "query", "schema": TEXT}
             for name in LIST_PARAMETERS]
 
