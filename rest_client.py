@@ -56,6 +56,7 @@ import os
 import random
 import re
 import select
+import stat
 import sys
 import threading
 import time
@@ -83,6 +84,7 @@ MAX_RETRY_AFTER = 30.0  # seconds: a server asking for longer gets this much
 FIRST_BACKOFF, MAX_BACKOFF = 0.5, 8.0  # seconds, without a Retry-After
 ASCII_DIGITS = re.compile(r"[0-9]+")  # delay-seconds (RFC 9110 §10.2.3) is DIGIT, ASCII only
 TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # a method or header name (RFC 9110 §5.6.2)
+NON_ASCII = re.compile(r"[^\x00-\x7f]")
 URL_SAFE = "/%:@!$&'()*+,;=?-._~"  # what quote() leaves alone in a path and query
 ACCEPT_ENCODING = "gzip, deflate"  # what the client asks for unless the caller says otherwise
 MAX_IDLE_PER_HOST = 32  # kept connections waiting for a request, per host
@@ -206,8 +208,18 @@ def sendable_url(url):
         raise ValueError("only http:// and https:// URLs are sent, not %r" % url)
     # Percent-encode what may not travel raw (spaces, non-ASCII), keeping existing escapes;
     # user info never travels in the request line (it becomes an Authorization header).
-    return urlunsplit((parts.scheme, parts.netloc.rpartition("@")[2],
+    return urlunsplit((parts.scheme, ascii_authority(parts),
                        quote(parts.path, safe=URL_SAFE), quote(parts.query, safe=URL_SAFE), ""))
+
+
+def ascii_authority(parts):
+    """The URL's host and port, a name in non-ASCII letters as IDNA (RFC 5890: "bücher" is
+    "xn--bcher-kva"), as DNS, proxies and the Host header need it."""
+    authority = parts.netloc.rpartition("@")[2]
+    if not NON_ASCII.search(authority):
+        return authority
+    host = parts.hostname.encode("idna").decode("ascii")  # a UnicodeError is a ValueError
+    return host if parts.port is None else "%s:%d" % (host, parts.port)
 
 
 def check_headers(headers):
@@ -382,8 +394,9 @@ def build_request(request, options=None):
 # Sending it and reading the reply
 # ---------------------------------------------------------------------------------------
 
-Options = namedtuple("Options", "context auth netrc proxy noproxy cookies save_to progress")
-Options.__new__.__defaults__ = (None,) * 8
+Options = namedtuple("Options",
+                     "context auth netrc proxy noproxy cookies save_to progress save_errors")
+Options.__new__.__defaults__ = (None,) * 8 + (True,)
 Options.__doc__ = """send()'s keywords beyond timeout, retries and trace; see send."""
 DEFAULT_OPTIONS = Options()
 
@@ -553,12 +566,15 @@ def send(request, timeout=DEFAULT_TIMEOUT, retries=0, trace=None, **options):
               no_proxy from the environment when None
     cookies   an http.cookiejar.CookieJar, filled by replies and sent from (-b, -c)
     save_to   a path or a binary file object to write the body to as it arrives (-o);
-              progress, if given, is called with (bytes so far, total or None)
+              progress, if given, is called with (bytes so far, total or None); with
+              save_errors=False, a 4xx or 5xx reply leaves it alone (--fail) and its
+              body is the Response's
     """
     options = Options(**options)
     timeout = DEFAULT_TIMEOUT if timeout is None else timeout  # never wait for ever
     method = str(request.method).upper()
-    download = None if options.save_to is None else Download(options.save_to, options.progress)
+    download = None if options.save_to is None else Download(
+        options.save_to, options.progress, options.save_errors)
     for attempt in itertools.count():
         response, error = send_once(request, timeout, trace, options, download)
         if attempt >= retries or not worth_retrying(method, response, error):
@@ -643,26 +659,40 @@ def how_long(response):
 # ---------------------------------------------------------------------------------------
 
 class Download:
-    """Where a body goes as it arrives: a binary file object, or a path, written beside
-    itself and renamed at the end, so that no half-written file ever bears its name."""
+    """Where a body goes as it arrives: a binary file object, or a path. A regular file (or
+    one not there yet) is written beside itself and renamed at the end, so that no
+    half-written file ever bears its name; a symbolic link is followed, and the file it
+    names is replaced whole; anything else (a device such as /dev/null, a FIFO, a terminal)
+    is written into as it is, for renaming a file over it would destroy it."""
 
-    def __init__(self, target, progress=None):
+    def __init__(self, target, progress=None, save_errors=True):
         self.target, self.progress, self.file, self.size = target, progress, None, 0
+        self.save_errors = save_errors  # False: a 4xx or 5xx reply never touches the target
         self.complete = False  # whether a whole body was streamed into the file
         self.is_path = isinstance(target, (str, bytes, os.PathLike))
+        self.in_place = False  # whether the path is written into as it is
 
     def begin(self):
         """Start a body (again, after a failed try: a file beside the target starts empty)."""
         self.size, self.complete = 0, False
         if not self.is_path:
             self.file = self.target
-        elif self.file is None:  # made as open() makes files, its mode from the umask
-            folder, name = os.path.split(os.path.abspath(self.target))
-            random_part = binascii.hexlify(os.urandom(4)).decode("ascii")
-            self.file = open(os.path.join(folder, ".%s.%s.part" % (name, random_part)), "xb")
-        else:
+        elif self.file is None:
+            self.file = self.open_file()
+        elif not self.in_place:
             self.file.seek(0)
             self.file.truncate()
+
+    def open_file(self):
+        """Open the special file itself, or a new file beside the regular one the path
+        names (made as open() makes files, its mode from the umask)."""
+        self.real = os.path.realpath(self.target)  # a link's own file is the one replaced
+        if not regular_or_missing(self.real):
+            self.in_place = True
+            return open(self.real, "wb")
+        folder, name = os.path.split(self.real)
+        random_part = binascii.hexlify(os.urandom(4)).decode("ascii")
+        return open(os.path.join(folder, ".%s.%s.part" % (name, random_part)), "xb")
 
     def write(self, data):
         """Add a piece of the body."""
@@ -673,16 +703,26 @@ class Download:
         """Give the whole file its name."""
         if self.is_path:
             self.file.close()
-            os.replace(self.file.name, self.target)
+            if not self.in_place:
+                os.replace(self.file.name, self.real)
 
     def abandon(self):
         """Remove the half-written file beside the target."""
         if self.is_path and self.file is not None:
             self.file.close()
             try:
-                os.remove(self.file.name)
+                if not self.in_place:
+                    os.remove(self.file.name)
             except FileNotFoundError:  # renamed already
                 pass
+
+
+def regular_or_missing(path):
+    """Whether a path names a regular file or nothing yet (not a device, FIFO or folder)."""
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except FileNotFoundError:
+        return True
 
 
 class BrokenDownload(OSError):
@@ -718,6 +758,8 @@ def read_piece(reply, buffer):
 def saved(response, error, download):
     """send()'s result for a download: an empty body that says where the bytes went and
     how many; a reply whose body was kept in memory (a 3xx, a 4xx) is written there now."""
+    if error is None and not download.save_errors and response.status_code >= 400:
+        return response, None  # the target is left as it was; the body is the Response's
     try:
         if error is None:
             if not download.complete:
@@ -825,11 +867,13 @@ class CurlProxies(urllib.request.ProxyHandler):
 
 def environment_proxies():
     """http_proxy, https_proxy and no_proxy as curl reads them, the lower-case name first
-    (HTTP_PROXY, HTTPS_PROXY, NO_PROXY otherwise); read once, as curl reads them at its
-    start and urllib when an opener is built, so that a request pays nothing for them."""
+    (HTTPS_PROXY, NO_PROXY otherwise); read once, as curl reads them at its start and
+    urllib when an opener is built, so that a request pays nothing for them. Never
+    HTTP_PROXY: in CGI, a request's "Proxy:" header arrives as HTTP_PROXY, so a web
+    request could choose the proxy (httpoxy, CVE-2016-5385); curl skips it too."""
     found = {}
     for name in ("http_proxy", "https_proxy", "no_proxy"):
-        for spelling in (name, name.upper()):
+        for spelling in (name,) if name == "http_proxy" else (name, name.upper()):
             if spelling in os.environ:
                 found.setdefault(name, os.environ[spelling])
     return found
@@ -1288,12 +1332,21 @@ def request_from(options):
     JSON, naming its line and column as json does; OSError for a file it cannot read."""
     headers = list(options.headers)  # pairs: a repeated -H keeps every value
     api_key = os.environ.get("API_KEY")
-    if api_key and not any(name.lower() == "authorization" for name, _ in headers):
+    if api_key and not any(name.lower() == "authorization" for name, _ in headers) and not (
+            credentials_given(options)):
         headers.append(("Authorization", "Bearer " + api_key))
     if options.cookie and "=" in options.cookie:  # curl's rule: with "=", cookies, not a file
         headers.append(("Cookie", options.cookie))
     return Request(options.method, options.url, headers, options.params or None,
                    body_from(options, headers))
+
+
+def credentials_given(options):
+    """Whether the command names credentials of its own (-u, the URL's, or --netrc's for
+    its host), which win over API_KEY."""
+    if options.user is not None or urlsplit(options.url).username is not None:
+        return True
+    return bool(options.netrc and netrc_credentials(urlsplit(options.url).hostname))
 
 
 def body_from(options, headers):
@@ -1321,7 +1374,8 @@ class UsageError(Exception):
 def send_options(options):
     """send()'s keywords for curl's options; UsageError for a file that cannot be read."""
     keywords = {"proxy": options.proxy, "noproxy": options.noproxy, "netrc": options.netrc,
-                "context": context_from(options), "save_to": save_target(options)}
+                "context": context_from(options), "save_to": save_target(options),
+                "save_errors": not options.fail}  # --fail never touches the file
     if options.user is not None:
         user, colon, password = options.user.partition(":")
         keywords["auth"] = (user, password if colon else getpass.getpass(
@@ -1504,7 +1558,7 @@ def report(options, keywords, response, error):
         return 3
     if options.include:
         print_head(response)
-    if keywords["save_to"] is None:
+    if response.saved_to is None and not isinstance(keywords["save_to"], str):
         print_body(response, binary_too=options.output == "-")
     sys.stdout.flush()
     return 1 if options.fail and response.status_code >= 400 else 0

@@ -2241,3 +2241,139 @@ def test_cli_a_cookie_file_that_is_not_one_is_a_usage_error(counting, tmp_path):
     assert (result.returncode, result.stdout) == (2, b"")
     assert result.stderr.startswith(b"rest_client: cannot read the cookies of -b: ")
     assert server.requests == []
+
+
+# -- nothing damaged -------------------------------------------------------------------------
+
+def special_file(tmp_path):
+    """A path that is not a regular file, made by the test (never the real /dev/null): a
+    device node with /dev/null's numbers when running as root, else a FIFO."""
+    import stat
+    path = str(tmp_path / "null")
+    if os.geteuid() == 0:
+        os.mknod(path, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+        return path, stat.S_ISCHR
+    os.mkfifo(path)
+    return path, stat.S_ISFIFO
+
+
+def drain(path):
+    """Read a FIFO to its end in a thread; the bytes read are in the list returned."""
+    got = []
+    thread = threading.Thread(target=lambda: got.append(open(path, "rb").read()), daemon=True)
+    thread.start()
+    return got, thread
+
+
+def test_cli_download_into_a_device_node_writes_into_it_as_it_is(counting, tmp_path):
+    server = blob_server(counting)
+    path, is_kind = special_file(tmp_path)
+    got, thread = drain(path) if is_kind.__name__ == "S_ISFIFO" else ([BLOB], None)
+    assert run_cli("GET", server.url + "/", "-o", path).returncode == 0
+    if thread:
+        thread.join(5)
+    assert is_kind(os.lstat(path).st_mode) and got == [BLOB]
+    assert sorted(os.listdir(str(tmp_path))) == ["null"]
+
+
+def test_a_download_into_a_fifo_writes_into_it_as_it_is(counting, tmp_path):
+    import stat
+    server = blob_server(counting)
+    path = str(tmp_path / "fifo")
+    os.mkfifo(path)
+    got, thread = drain(path)
+    resp, err = send(Request("GET", server.url + "/"), save_to=path)
+    thread.join(5)
+    assert err is None and resp.saved_size == len(BLOB) and got == [BLOB]
+    assert stat.S_ISFIFO(os.lstat(path).st_mode) and os.listdir(str(tmp_path)) == ["fifo"]
+
+
+def test_a_download_through_a_symbolic_link_replaces_the_file_it_names(counting, tmp_path):
+    server = blob_server(counting)
+    (tmp_path / "data").mkdir()
+    target, link = tmp_path / "data" / "real.bin", tmp_path / "link.bin"
+    target.write_bytes(b"old")
+    os.symlink(str(target), str(link))
+    assert run_cli("GET", server.url + "/", "-o", str(link)).returncode == 0
+    assert os.path.islink(str(link)) and os.readlink(str(link)) == str(target)
+    assert target.read_bytes() == BLOB
+    assert sorted(os.listdir(str(tmp_path / "data"))) == ["real.bin"]
+
+
+def test_cli_fail_never_touches_the_file(scripted, tmp_path):
+    target = tmp_path / "data.json"
+    target.write_bytes(b"kept")
+    result = run_cli("GET", scripted.url + "/status/503", "--fail", "-o", str(target))
+    assert (result.returncode, target.read_bytes()) == (1, b"kept")
+    assert os.listdir(str(tmp_path)) == ["data.json"]
+    result = run_cli("GET", scripted.url + "/status/404", "--fail", "-o", str(tmp_path / "new"))
+    assert result.returncode == 1 and os.listdir(str(tmp_path)) == ["data.json"]
+
+
+def test_upper_case_http_proxy_is_never_read_for_plain_http(proxy, scripted):
+    # httpoxy (CVE-2016-5385): in CGI, a request's "Proxy:" header becomes HTTP_PROXY
+    env = {"HTTP_PROXY": proxy.with_credentials, "http_proxy": "", "no_proxy": "",
+           "NO_PROXY": ""}
+    env.pop("http_proxy")
+    before = len(proxy.received)
+    clean = {name: value for name, value in os.environ.items() if name.lower() != "http_proxy"}
+    result = subprocess.run([sys.executable, os.path.join(HERE, "rest_client.py"), "GET",
+                             scripted.url + "/echo"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=dict(clean, **env), timeout=20)
+    assert (result.returncode, json.loads(result.stdout)) == (0, ECHO_GET)
+    assert len(proxy.received) == before
+
+
+def test_the_upper_case_proxy_variables_but_http_proxy_are_read_as_curl_reads_them(monkeypatch):
+    for name in ("http_proxy", "https_proxy", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.upper(), raising=False)
+    monkeypatch.setenv("HTTP_PROXY", "http://upper:3128")
+    monkeypatch.setenv("HTTPS_PROXY", "http://upper:3129")
+    monkeypatch.setenv("NO_PROXY", "example.com")
+    assert rest_client.environment_proxies() == {
+        "https_proxy": "http://upper:3129", "no_proxy": "example.com"}
+
+
+@pytest.mark.parametrize("arguments, url_info, sent", [
+    (["-u", "ada:pw"], None, basic("ada", "pw")),
+    ([], "url:info", basic("url", "info")),
+    (["--netrc"], None, basic("net", "rc")),
+    ([], None, "Bearer " + KEY),
+])
+def test_cli_credentials_given_win_over_api_key(scripted, netrc_file, arguments, url_info, sent):
+    url = scripted.url + "/echo"
+    url = with_user_info(url, url_info) if url_info else url
+    assert run_cli("GET", url, *arguments, api_key=KEY).returncode == 0
+    assert last_header(scripted, "Authorization") == sent
+
+
+def test_cli_api_key_never_follows_a_redirect_to_another_host(scripted, counting):
+    other = counting(lambda number, request: answer())
+    result = run_cli("GET", scripted.url + "/redirect/302?to=" + other.url + "/", api_key=KEY)
+    assert result.returncode == 0 and last_header(scripted, "Authorization") == "Bearer " + KEY
+    assert "authorization" not in other.requests[-1]["headers"]
+
+
+def test_a_non_ascii_host_is_sent_as_idna_through_a_proxy(counting):
+    server = counting(lambda number, request: answer())
+    resp, err = send(Request("GET", "http://bücher.example/ä?q=ü"), proxy=server.url)
+    assert err is None and resp.status_code == 200
+    sent = server.requests[-1]
+    assert sent["target"] == "http://xn--bcher-kva.example/%C3%A4?q=%C3%BC"
+    assert sent["headers"]["host"] == "xn--bcher-kva.example"
+
+
+def test_a_non_ascii_host_is_looked_up_and_sent_as_idna(counting, monkeypatch):
+    server = counting(lambda number, request: answer())
+    port = int(server.url.rsplit(":", 1)[1])
+    looked_up, real = [], socket.getaddrinfo
+
+    def getaddrinfo(host, *rest, **keywords):
+        looked_up.append(host)
+        return real("127.0.0.1" if host == "xn--bcher-kva.example" else host, *rest, **keywords)
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    resp, err = send(Request("GET", "http://bücher.example:%d/" % port), proxy="")
+    assert err is None and looked_up == ["xn--bcher-kva.example"]
+    assert server.requests[-1]["headers"]["host"] == "xn--bcher-kva.example:%d" % port
