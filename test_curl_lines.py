@@ -131,8 +131,9 @@ class RecordingHandler(BaseHTTPRequestHandler):
         self.reply(200, GZIP_TEXT)
 
     def answer_cookies(self, route, query):
-        self.reply(200, b"set\n", [("Set-Cookie", "sid=abc123; Path=/"),
-                                   ("Set-Cookie", "theme=dark; Path=/; Max-Age=3600")])
+        self.reply(200, b"set\n", [  # a fixed expiry, so both jars hold the same time stamp
+            ("Set-Cookie", "sid=abc123; Path=/"),
+            ("Set-Cookie", "theme=dark; Path=/; Expires=Fri, 01 Jan 2100 00:00:00 GMT")])
 
     def answer_custom(self, route, query):
         """A status line with a reason of its own, which -i must show as it came."""
@@ -263,9 +264,10 @@ INPUTS = {
     "body.json": b'{"name": "Ada"}\n',
     "body.bin": bytes(range(256)),
     "doc.txt": b"Doc line 1\nline 2\n",
+    # two paths of different lengths, so Cookie has one right order (RFC 6265 §5.4)
     "cookies.txt": b"# Netscape HTTP Cookie File\n"
                    b"127.0.0.1\tFALSE\t/\tFALSE\t0\tsid\tfrom-file\n"
-                   b"127.0.0.1\tFALSE\t/\tFALSE\t4102444800\ttheme\tlight\n",
+                   b"127.0.0.1\tFALSE\t/echo\tFALSE\t4102444800\ttheme\tlight\n",
     "partial.bin": DATA_BIN[:1000],
     "fmt.txt": b"%{http_code}\r\n%{content_type}\\n",
     "existing.json": b'{"precious": true}\n',
@@ -345,9 +347,10 @@ def files_in(folder):
 
 
 def normal_jar(data):
-    """A cookie jar's cookie lines: its comment lines name the program that wrote it."""
-    return b"".join(line for line in data.splitlines(True)
-                    if line.strip() and not line.startswith(b"# "))
+    """A cookie jar's cookie lines, sorted: its comment lines name the program that wrote
+    it, and the order of its lines means nothing."""
+    return b"".join(sorted(line for line in data.splitlines(True)
+                           if line.strip() and not line.startswith(b"# ")))
 
 
 def normal_stdout(line, data):
