@@ -20,6 +20,7 @@ import shutil
 import stat
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, HTTPServer
@@ -271,6 +272,7 @@ INPUTS = {
     "partial.bin": DATA_BIN[:1000],
     "fmt.txt": b"%{http_code}\r\n%{content_type}\\n",
     "existing.json": b'{"precious": true}\n',
+    "netrc.txt": b"machine 127.0.0.1 login ada password from-netrc\n",
 }
 
 Transfer = collections.namedtuple("Transfer", "status stdout files wire stderr")
@@ -281,7 +283,7 @@ def environment(**added):
     of the machine's, so only the line decides."""
     env = {name: value for name, value in os.environ.items()
            if "proxy" not in name.lower() and name != "API_KEY"}
-    env["HOME"] = os.path.join(HERE, ".no-such-home")
+    env["HOME"] = os.path.join(tempfile.gettempdir(), "no-such-home")
     env.update(added)
     return env
 
@@ -366,6 +368,8 @@ IGNORED = {
     "user-agent",  # curl/7.88.1 and the client name themselves (compared where -A sets it)
     "accept-encoding",  # the client always asks for gzip (and decodes it); curl only with
                         # --compressed; stdout must still be the same bytes
+    "proxy-connection",  # curl's own header to a proxy, never standard (RFC 9112 §9.6
+                         # names it only as one to remove)
     "expect",  # curl asks `Expect: 100-continue` before a large or unsized body: a
                # handshake about sending the body, not part of the request (RFC 9110 §10.1.1)
 }
@@ -432,6 +436,7 @@ CURL_LINES = lines(
     *["-sL $URL/redirect/%d" % code for code in REDIRECTS],
     *["-sL -d a=1 $URL/redirect/%d" % code for code in REDIRECTS],
     *["-sL -X PUT -d a=1 $URL/redirect/%d" % code for code in REDIRECTS],
+    "-sL -X POST -d a=1 $URL/redirect/302",
     "-sL -I $URL/redirect/301",
     "-sL --max-redirs 3 $URL/loop",
     "-sL $URL/loop",
@@ -446,6 +451,7 @@ CURL_LINES = lines(
     "-s $URL/gzip",
     "-s --compressed $URL/gzip",
     "-si --compressed $URL/gzip",
+    "-sI --compressed $URL/gzip",
     "-s $URL/chunked",
     "-s -o chunks.txt $URL/chunked",
     "-s $URL/status/503",
@@ -490,8 +496,13 @@ CURL_LINES = lines(
     "-s -b cookies.txt $URL/echo",
     "-s -c jar.txt $URL/cookies",
     "-s -b cookies.txt -c jar.txt $URL/cookies",
+    "-s --netrc-file netrc.txt $URL/echo",
     "-s -H 'X-Test: 1' -H 'Accept: application/xml' $URL/echo",
     "-s -H 'X-Twice: 1' -H 'X-Twice: 2' $URL/echo",
+    # proxies
+    "-s -x $OTHER $URL/echo",
+    "-s --proxy http://bob:pw@127.0.0.2:$OTHER_PORT $URL/echo",
+    "-s -x $OTHER --noproxy 127.0.0.1 $URL/echo",
     # -w and its variables
     "-s -o out.txt -w '%{http_code} %{response_code}\\n' $URL/echo",
     "-s -w '%{size_download}' $URL/echo",
