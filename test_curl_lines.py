@@ -1,10 +1,10 @@
 """curl's own command lines, run by curl and by the client side by side.
 
-Each line of the table runs twice against the same local servers: once as `curl LINE`
-(Debian's curl 7.88, a system program as Chromium is for the explorer's tests) and once as
-`python rest_client.py LINE`, each in a fresh folder holding the same input files. Both
-must give the same exit status, the same bytes on stdout, the same files, and the same
-requests on the wire. Then the cases where the client must not damage anything, and its
+Each line of the table runs twice at once: as `curl LINE` (Debian's curl 7.88, a system
+program as Chromium is for the explorer's tests) and as `python rest_client.py LINE`, each
+in a fresh folder holding the same input files, each against local recording servers of
+its own. Both must give the same exit status, the same bytes on stdout, the same files, and
+the same requests on the wire. Then the cases where the client must not damage anything, and its
 memory on large transfers. The tests skip when curl is not installed.
 """
 
@@ -79,23 +79,27 @@ class RecordingHandler(BaseHTTPRequestHandler):
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = answer
 
     def read_body(self, keep=True):
-        """The request's body (chunked or by length); a sink's is hashed, never kept."""
-        self.sink = hashlib.sha256(), 0
+        """The request's body, chunked or by length; a sink's is counted and hashed, not kept."""
         if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
             pieces = iter(self.read_chunk, b"")
         else:
-            left = int(self.headers.get("Content-Length") or 0)
-            pieces = iter(lambda: self.read_piece(left - self.sink[1]), b"")
-        kept = []
+            pieces = self.read_length(int(self.headers.get("Content-Length") or 0))
+        self.digest, self.length, kept = hashlib.sha256(), 0, []
         for piece in pieces:
-            self.sink[0].update(piece)
-            self.sink = self.sink[0], self.sink[1] + len(piece)
+            self.digest.update(piece)
+            self.length += len(piece)
             if keep:
                 kept.append(piece)
         return b"".join(kept)
 
-    def read_piece(self, left):
-        return self.rfile.read(min(left, MIB)) if left > 0 else b""
+    def read_length(self, left):
+        """The pieces of a body of a known length, a MiB at most each."""
+        while left > 0:
+            piece = self.rfile.read(min(left, MIB))
+            if not piece:
+                return
+            left -= len(piece)
+            yield piece
 
     def read_chunk(self):
         size = int(self.rfile.readline().split(b";")[0], 16)
@@ -177,7 +181,7 @@ class RecordingHandler(BaseHTTPRequestHandler):
             ("Content-Range", "bytes %d-%d/%d" % (first, last, len(data)))])
 
     def answer_upload(self, route, query):
-        self.reply(201, b"stored %d bytes at %s\n" % (self.sink[1], self.path.encode()))
+        self.reply(201, b"stored %d bytes at %s\n" % (self.length, self.path.encode()))
 
     def answer_flaky(self, route, query):
         """503 the first time after each reset, then 200."""
@@ -197,7 +201,7 @@ class RecordingHandler(BaseHTTPRequestHandler):
             self.wfile.write(chunk)
 
     def answer_sink(self, route, query):
-        self.reply(200, b"%d %s\n" % (self.sink[1], self.sink[0].hexdigest().encode()))
+        self.reply(200, b"%d %s\n" % (self.length, self.digest.hexdigest().encode()))
 
 
 class RecordingServer(ThreadingMixIn, HTTPServer):  # ThreadingHTTPServer, which 3.6 lacks
