@@ -107,7 +107,7 @@ class Response(namedtuple("Response", "status_code body headers")):
     content = b""
     saved_to = None
     saved_size = 0
-    version, reason, redirects = "HTTP/1.1", "", 0
+    version, reason, redirects, header_lines = "HTTP/1.1", "", 0, ()
     from_proxy = False  # a proxy's refusal to open a tunnel (a 407 to CONNECT, say)
 
     @property
@@ -172,7 +172,8 @@ class Headers(dict):
 
 Settings = namedtuple("Settings", "base_url headers auth netrc context proxy noproxy cookies "
                                   "timeout connect_timeout retries follow_redirects "
-                                  "max_redirects keep_method compressed user_agent")
+                                  "max_redirects keep_method compressed user_agent "
+                                  "repeat_headers")
 Settings.__doc__ = """What a Client holds; see Client."""
 
 
@@ -200,16 +201,19 @@ class Client:
                       max_redirects is TooManyRedirects) or None (never)
     keep_method       with ALL, the method stays on every hop (curl -X with -L)
     compressed        whether to ask for gzip and deflate replies (they are decoded)
+    repeat_headers    whether a header given twice goes on two lines (as curl sends it)
+                      rather than one (RFC 9110 §5.3)
     """
 
     def __init__(self, base_url=None, headers=None, auth=None, netrc=False, context=None,
                  proxy=None, noproxy=None, cookies=None, timeout=DEFAULT_TIMEOUT,
                  connect_timeout=None, retries=0, follow_redirects=SAFE,
                  max_redirects=MAX_REDIRECTS, keep_method=False, compressed=True,
-                 user_agent=USER_AGENT):
+                 user_agent=USER_AGENT, repeat_headers=False):
         self.settings = Settings(base_url, headers, auth, netrc, context, proxy, noproxy,
                                  cookies, timeout, connect_timeout, retries, follow_redirects,
-                                 max_redirects, keep_method, compressed, user_agent)
+                                 max_redirects, keep_method, compressed, user_agent,
+                                 repeat_headers)
         self.environment = environment_proxies()
         self.pool = ConnectionPool()
 
@@ -292,6 +296,8 @@ class Client:
         response = response_head(reply, outgoing.url)
         if trace:
             show_reply_head(response, trace)
+        if download is not None:
+            download.head(response)
         if settings.cookies is not None:
             keep_cookies(settings.cookies, outgoing, reply)
         streamed = download is not None and 200 <= reply.status < 300
@@ -371,9 +377,8 @@ def prepare(request, settings):
         raise ValueError("%r is not a valid HTTP method" % method)
     url = request.url if settings.base_url is None else urljoin(settings.base_url, request.url)
     full_url = build_url(url, request.params)
-    given = check_headers(settings.headers, request.headers)
-    headers = {"Host": urlsplit(full_url).netloc, "User-Agent": settings.user_agent}
-    headers.update(given)
+    headers = check_headers({"Host": urlsplit(full_url).netloc, "User-Agent": settings.user_agent},
+                            settings.headers, request.headers, settings.repeat_headers)
     body = None if request.body is None else body_bytes(request.body, headers)
     spellings = {name.lower(): name for name in headers}
     if settings.compressed and "accept-encoding" not in spellings:
@@ -435,11 +440,12 @@ def request_target(url):
     return (parts.path or "/") + ("?" + parts.query if parts.query else "")
 
 
-def check_headers(defaults, headers):
-    """Return the client's and the request's headers as str to str, the request's winning,
-    or raise ValueError for any that cannot be sent. A name given twice (as pairs) keeps
-    both values in order, on one line (RFC 9110 §5.3); None as a value drops the header."""
-    checked, spellings = {}, {}
+def check_headers(own, defaults, headers, repeat=False):
+    """Return the client's own headers (Host, User-Agent), its defaults and the request's
+    as str to str, the request's winning, or raise ValueError for any that cannot be sent.
+    A name given twice (as pairs) keeps both values in order, on one line (RFC 9110 §5.3),
+    or with repeat, as a list of the lines to send; None as a value drops the header."""
+    checked, spellings = dict(own), {name.lower(): name for name in own}
     for given in (defaults, headers):
         names = set()
         for name, value in given.items() if hasattr(given, "items") else given or ():
@@ -449,10 +455,16 @@ def check_headers(defaults, headers):
             key = spellings.setdefault(name.lower(), name)
             if key in names and value is not None and checked[key] is not None:
                 joiner = "; " if key.lower() == "cookie" else ", "  # RFC 6265 §5.4
-                value = checked[key] + joiner + value
+                value = (as_list(checked[key]) + [value]) if repeat else checked[key] + (
+                    joiner + value)
             checked[key] = value
             names.add(key)
     return checked
+
+
+def as_list(value):
+    """A header's value as the list of its lines."""
+    return value if isinstance(value, list) else [value]
 
 
 def checked_value(name, value):
@@ -545,12 +557,12 @@ def S_ISREG(mode):
 
 def response_head(reply, url):
     """A Response with the reply's status line and headers; its body comes later."""
-    headers, spellings = Headers(), {}
-    for name, value in reply.msg.items():
+    headers, spellings, lines = Headers(), {}, reply.msg.items()
+    for name, value in lines:
         key = spellings.setdefault(name.lower(), name)  # the first spelling is the key
         dict.setdefault(headers, key, []).append(value)
     response = Response(reply.status, "", headers)
-    response.url, response.reason = url, reply.reason
+    response.url, response.reason, response.header_lines = url, reply.reason, lines
     response.version = "HTTP/1.0" if reply.version == 10 else "HTTP/1.1"
     response.from_proxy = reply.from_proxy
     return response
@@ -759,7 +771,11 @@ class UntrustedCertificate(TLSError):
 
 
 class ProxyError(TransferError):
-    """The proxy's name has no address (curl's exit 5), or it could not be reached."""
+    """The proxy could not be reached (curl's exit 7), or refused a tunnel (56)."""
+
+
+class ProxyNotResolved(ProxyError):
+    """The proxy's name has no address (curl's exit 5)."""
 
 
 class TooManyRedirects(TransferError):
@@ -927,7 +943,11 @@ def send_request(connection, method, target, headers, body, deadline, trace):
             return refusal.reply
     connection.putrequest(method, target, skip_host=True, skip_accept_encoding=True)
     for name, value in headers.items():
-        connection.putheader(name, value)
+        if value.__class__ is list:  # a header repeated on lines of its own
+            for line in value:
+                connection.putheader(name, line)
+        else:
+            connection.putheader(name, value)
     chunked = headers.get("Transfer-Encoding") == "chunked"
     connection.endheaders(pieces_of(body), encode_chunked=chunked)
     if connection.sock is not None and connection.sock.gettimeout() != remaining:
@@ -979,7 +999,7 @@ class Connection(http.client.HTTPConnection):
         try:
             return socket.create_connection((self.host, self.port), self.timeout)
         except socket.gaierror as error:
-            kind = ProxyError if proxy else NameNotResolved
+            kind = ProxyNotResolved if proxy else NameNotResolved
             raise kind("could not resolve%s host %s: %s" % (proxy, self.host, error.strerror),
                        error) from None
         except socket.timeout as error:
@@ -1067,6 +1087,9 @@ class Download:
         folder, name = os.path.split(self.real)
         random_part = os.urandom(4).hex()
         return open(os.path.join(folder, ".%s.%s.part" % (name, random_part)), "xb")
+
+    def head(self, response):
+        """See the head of each reply, before its body (curl -i writes it out)."""
 
     def write(self, data):
         """Add a piece of the body."""
@@ -1467,8 +1490,9 @@ fields as a dict or (name, value) pairs."""
 
 Upload = namedtuple("Upload", "path content_type filename")
 Upload.__new__.__defaults__ = (None, None)
-Upload.__doc__ = """A file in a MultipartForm: its path, and the content type (guessed from
-its name when None) and file name (the path's last part when None) that the part names."""
+Upload.__doc__ = """A file in a MultipartForm: its path (or its bytes themselves), and the
+content type (guessed from its name when None, none when "") and file name (the path's last
+part when None) that the part names."""
 
 
 def form_body(form, headers, has_type):
@@ -1501,7 +1525,9 @@ class MultipartBody:
         """The body's bytes, a part's head, then its text or its file's pieces, and so on."""
         for head, value in self.parts:
             yield head
-            if isinstance(value, Upload):
+            if isinstance(value, Upload) and isinstance(value.path, bytes):
+                yield value.path
+            elif isinstance(value, Upload):
                 with open(value.path, "rb") as file:
                     yield from iter(functools.partial(file.read, CHUNK_SIZE), b"")
             else:
@@ -1518,7 +1544,8 @@ def part_head(boundary, name, value):
         filename = os.path.basename(value.path) if value.filename is None else value.filename
         lines.append('Content-Disposition: %s; filename="%s"' % (disposition,
                                                                  form_quoted(filename)))
-        lines.append("Content-Type: " + (value.content_type or guessed_type(filename)))
+        if value.content_type != "":
+            lines.append("Content-Type: " + (value.content_type or guessed_type(filename)))
     else:
         lines.append("Content-Disposition: " + disposition)
     return ("\r\n".join(lines) + "\r\n\r\n").encode("utf-8")  # RFC 7578 §5.1.1: UTF-8 names
@@ -1537,6 +1564,8 @@ def form_quoted(name):
 
 def part_size(value):
     """The bytes of a part's content: a file's size on disk, or the text's in UTF-8."""
+    if isinstance(value, Upload) and isinstance(value.path, bytes):
+        return len(value.path)
     if isinstance(value, Upload):
         return os.path.getsize(value.path)  # an OSError when it cannot be read: an error value
     return len(value.encode("utf-8") if isinstance(value, str) else value)
@@ -1577,11 +1606,10 @@ def masked(line):
 
 
 def head_lines(response):
-    """The status line, as received, and the header lines of a reply, as curl -i prints them."""
+    """The status line and the header lines of a reply, as received, as curl -i prints them."""
     yield response.status_line
-    for name, values in response.headers.items():
-        for value in values:
-            yield "%s: %s" % (name, value)
+    for name, value in response.header_lines:
+        yield "%s: %s" % (name, value)
 
 
 # ---------------------------------------------------------------------------------------
@@ -1835,6 +1863,8 @@ def add_netscape_cookie(jar, line, number):
     if len(fields) != 7 or not ASCII_DIGITS.fullmatch(fields[4] or "0"):
         raise ValueError("line %d is not a cookie (7 fields, tab-separated)" % number)
     domain, _, path, secure, expires, name, value = fields
+    if "." not in domain:  # http.cookiejar knows "localhost" as "localhost.local"
+        domain += ".local"
     expires = int(expires or 0)  # "" as http.cookiejar writes a session cookie, 0 as curl does
     import http.cookiejar
     jar.set_cookie(http.cookiejar.Cookie(
@@ -1920,8 +1950,30 @@ def show(line):
 
 
 def main(argv=None):
-    """Run the command line; return the exit status: 0 for a reply, 1 for a 4xx or 5xx
-    under --fail, 2 for a mistake in the command (argparse's too), 3 when no reply came."""
+    """Run the command line: curl's form, or this client's first one (METHOD URL ...);
+    return the exit status. Ctrl-C ends it with 130 and one line."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    try:
+        if first_form(argv):
+            return main_first_form(argv)
+        if argv in (["-h"], ["--help"]):
+            print(__doc__)
+            return 0
+        return curl_main(argv)
+    except KeyboardInterrupt:
+        print("rest_client: interrupted", file=sys.stderr)
+        return 130
+
+
+def first_form(argv):
+    """Whether a command line is this client's first form: a method word, then a URL."""
+    return len(argv) >= 2 and TOKEN.fullmatch(argv[0]) is not None and argv[0].isupper() and (
+        not argv[1].startswith("-"))
+
+
+def main_first_form(argv):
+    """Run METHOD URL ...; the exit status: 0 for a reply, 1 for a 4xx or 5xx under --fail,
+    2 for a mistake in the command (argparse's too), 3 when no reply came."""
     options = parse_arguments(argv)
     try:
         request, keywords = request_from(options), send_options(options)
@@ -1968,6 +2020,620 @@ def save_cookies(jar, path):
         jar.save(path, ignore_discard=True, ignore_expires=True)
     except OSError as error:
         print("rest_client: cannot write the cookies to %s: %s" % (path, error), file=sys.stderr)
+
+
+
+# ---------------------------------------------------------------------------------------
+# The command line, curl's form: curl's own lines, with curl's meaning and exit statuses
+# ---------------------------------------------------------------------------------------
+
+# Each option: its names, whether it takes a value, and where it goes (a list: repeatable).
+CURL_OPTIONS = [
+    ("-X --request", True, "method"), ("-H --header", True, "headers[]"),
+    ("-A --user-agent", True, "agent"), ("-e --referer", True, "referer"),
+    ("-u --user", True, "user"), ("-b --cookie", True, "cookies[]"),
+    ("-c --cookie-jar", True, "jar"), ("-k --insecure", False, "insecure"),
+    ("--cacert", True, "cacert"), ("--capath", True, "capath"), ("-E --cert", True, "cert"),
+    ("--key", True, "key"), ("-x --proxy", True, "proxy"), ("--noproxy", True, "noproxy"),
+    ("-n --netrc", False, "netrc"), ("--netrc-file", True, "netrc_file"),
+    ("--compressed", False, "compressed"),
+    ("-d --data --data-ascii", True, "data[]"), ("--data-raw", True, "data[]"),
+    ("--data-binary", True, "data[]"), ("--data-urlencode", True, "data[]"),
+    ("--json", True, "data[]"), ("-F --form", True, "form[]"),
+    ("-T --upload-file", True, "upload"), ("-G --get", False, "get"),
+    ("-L --location", False, "location"), ("--max-redirs", True, "max_redirs"),
+    ("-o --output", True, "output"), ("-O --remote-name", False, "remote_name"),
+    ("-i --include", False, "include"), ("-I --head", False, "head"),
+    ("-v --verbose", False, "verbose"), ("-s --silent", False, "silent"),
+    ("-S --show-error", False, "show_error"), ("-f --fail", False, "fail"),
+    ("--fail-with-body", False, "fail_with_body"), ("-w --write-out", True, "write_out"),
+    ("-m --max-time", True, "max_time"), ("--connect-timeout", True, "connect_timeout"),
+    ("--retry", True, "retry"), ("--retry-delay", True, "retry_delay"),
+    ("--retry-max-time", True, "retry_max_time"),
+    ("--retry-connrefused", False, "retry_connrefused"),
+    ("--retry-all-errors", False, "retry_all_errors"),
+    ("-C --continue-at", True, "continue_at"), ("-r --range", True, "range"),
+    ("--url", True, "urls[]"),
+]
+OPTION_NAMES = {name: (takes_value, dest) for names, takes_value, dest in CURL_OPTIONS
+                for name in names.split()}
+CURL_ACCEPT = "*/*"
+RETRIED_STATUSES = (408, 429, 500, 502, 503, 504)  # curl's "transient" replies
+FORM_TYPE = "application/x-www-form-urlencoded"
+
+
+class CurlUsage(Exception):
+    """A command line curl's form cannot run: exit 2 (or the status given), nothing sent."""
+
+    def __init__(self, message, status=2):
+        super().__init__(message)
+        self.status = status
+
+
+def parse_curl_line(argv):
+    """Read curl's options, with short ones combined (-fsSL, -sSo FILE, -ofile), into a
+    dict; CurlUsage naming an option outside the set."""
+    line = {dest.rstrip("[]"): [] for _, _, dest in CURL_OPTIONS if dest.endswith("[]")}
+    words = iter(argv)
+    for word in words:
+        if word.startswith("--") and len(word) > 2:
+            take_option(line, word, words, None)
+        elif word.startswith("-") and len(word) > 1:
+            take_short_options(line, word, words)
+        else:
+            line["urls"].append(word)
+    return line
+
+
+def take_short_options(line, word, words):
+    """Record combined short options: flags, the last of which may take a value, attached
+    (-ofile, -sSofile) or the next word (-sSo file)."""
+    for position in range(1, len(word)):
+        name, rest = "-" + word[position], word[position + 1:]
+        if OPTION_NAMES.get(name, (False,))[0]:
+            take_option(line, name, words, rest or None)
+            return
+        take_option(line, name, words, None)
+
+
+def take_option(line, name, words, attached):
+    """Record one option, its value attached (-ofile) or the next word."""
+    if name not in OPTION_NAMES:
+        raise CurlUsage("option %s: is unknown" % name)
+    takes_value, dest = OPTION_NAMES[name]
+    if not takes_value:
+        line[dest] = True
+        return
+    value = attached if attached is not None else next(words, None)
+    if value is None:
+        raise CurlUsage("option %s: requires parameter" % name)
+    if dest.endswith("[]"):
+        line[dest[:-2]].append((name, value))
+    else:
+        line[dest] = value
+
+
+def curl_main(argv):
+    """Run a curl command line; return curl's exit status."""
+    try:
+        line = parse_curl_line(argv)
+        transfer = CurlTransfer(line)
+    except CurlUsage as problem:
+        print("rest_client: %s" % problem, file=sys.stderr)
+        if problem.status == 2:
+            print("rest_client: try 'python rest_client.py --help' for the options curl's "
+                  "form takes (see the README)", file=sys.stderr)
+        return problem.status
+    return transfer.run()
+
+
+class CurlTransfer:
+    """One curl command line: the request it makes, and what it writes where."""
+
+    def __init__(self, line):
+        self.line = line
+        self.silent = line.get("silent") and not line.get("show_error")
+        if len(line["urls"]) != 1:
+            raise CurlUsage("give one URL" if not line["urls"] else "give one URL only")
+        url = line["urls"][0][1] if isinstance(line["urls"][0], tuple) else line["urls"][0]
+        self.url = url if "://" in url else "http://" + url  # curl's guess
+        self.headers, self.body = curl_headers(line), curl_body(line)
+        self.method = curl_method(line, self.body)
+        if line.get("get") and self.body is not None:
+            self.url, self.body = with_query(self.url, self.body), None
+        if line.get("upload") and self.url.endswith("/"):
+            self.url += quote(os.path.basename(line["upload"]))
+        self.client = Client(**curl_settings(line, self.url))
+        self.output = CurlOutput(line, self.url)
+        self.headers += [header for header in [resume_headers(line, self.output)] if header]
+
+    def request(self):
+        """The request, its streamed body (a file) read from the start."""
+        body = self.body
+        if hasattr(body, "seek") and body is not sys.stdin.buffer:
+            body.seek(0)
+        return Request(self.method, self.url, self.headers, None, body)
+
+    def run(self):
+        """Send the request (again, as --retry says), write the reply; the exit status."""
+        started = time.monotonic()
+        trace = CurlTrace() if self.line.get("verbose") else None
+        if self.line.get("insecure") and not self.line.get("silent"):
+            print("rest_client: warning: -k: the server's certificate is not checked",
+                  file=sys.stderr)
+        try:
+            for attempt in itertools.count():
+                response, error = self.client.send(self.request(), trace=trace,
+                                                   save_to=self.output,
+                                                   save_errors=not self.line.get("fail"))
+                wait = self.retry_wait(response, error, attempt, started)
+                if wait is None:
+                    break
+                self.say("Will retry in %g seconds. %d retries left."
+                         % (wait, self.retries() - attempt - 1))
+                time.sleep(wait)
+                self.output.again()
+        finally:
+            self.output.close()
+        return self.finish(response, error, time.monotonic() - started)
+
+    def retries(self):
+        """How many times --retry says a request may be sent again."""
+        return curl_count(self.line, "retry", 0)
+
+    def retry_wait(self, response, error, attempt, started):
+        """Seconds to wait before sending again, or None to stop, by curl's rules: a
+        timeout, or a 408, 429, 500, 502, 503 or 504 is retried; a refused connection with
+        --retry-connrefused, any error with --retry-all-errors."""
+        if attempt >= self.retries():
+            return None
+        if response is not None:
+            if response.status_code not in RETRIED_STATUSES:
+                return None
+        elif not (isinstance(error, Timeout) or self.line.get("retry_all_errors") or (
+                self.line.get("retry_connrefused") and isinstance(error, CouldNotConnect))):
+            return None
+        wait = curl_seconds(self.line, "retry_delay", 0)
+        asked = retry_after(response) if response is not None and not wait else None
+        wait = wait or (asked if asked is not None else min(2 ** attempt, 600))
+        limit = curl_seconds(self.line, "retry_max_time", 0)
+        if limit and time.monotonic() + wait - started > limit:
+            return None
+        return wait
+
+    def finish(self, response, error, elapsed):
+        """Write -w's text and the cookie jar; say what failed; the exit status."""
+        status = curl_status(response, error, self.line)
+        message = "" if error is None else str(error)
+        if status == 22 and error is None:
+            message = "The requested URL returned error: %d" % response.status_code
+        if self.line.get("jar") and self.client.settings.cookies is not None:
+            save_cookie_file(self.client.settings.cookies, self.line["jar"])
+        if self.line.get("write_out"):
+            write_bytes(written_out(self.line["write_out"], response, self, status, message,
+                                    elapsed))
+        if status:
+            self.say("(%d) %s" % (status, message))
+        return status
+
+    def say(self, text):
+        """A line on stderr, unless -s (without -S) silences it."""
+        if not self.silent:
+            print("rest_client: " + text, file=sys.stderr)
+
+
+def curl_status(response, error, line):
+    """curl's exit status for what came back."""
+    if error is not None:
+        return exit_status_of(error)
+    if response.from_proxy:
+        return 56  # the proxy refused the tunnel
+    if response.status_code >= 400 and (line.get("fail") or line.get("fail_with_body")):
+        return 22
+    return 0
+
+
+def exit_status_of(error):
+    """curl's exit status for an error value."""
+    for kind, status in [(WriteError, 23), (TooManyRedirects, 47), (UntrustedCertificate, 60),
+                         (TLSError, 35), (NameNotResolved, 6), (ProxyNotResolved, 5),
+                         (CouldNotConnect, 7), (ProxyError, 7), (Timeout, 28),
+                         (EmptyReply, 52), (ReplyCutShort, 18), (ReceiveError, 56),
+                         (UndecodableReply, 61), (ValueError, 3)]:
+        if isinstance(error, kind):
+            return status
+    return 56 if isinstance(error, (ConnectionError, http.client.HTTPException)) else 26
+
+
+def curl_method(line, body):
+    """-X, else HEAD for -I, PUT for -T, POST with a body (GET with -G), else GET."""
+    if line.get("method"):
+        return line["method"]
+    if line.get("head"):
+        return "HEAD"
+    if line.get("upload"):
+        return "PUT"
+    return "POST" if body is not None and not line.get("get") else "GET"
+
+
+def curl_headers(line):
+    """The request's headers as curl sends them: Accept, -A, -e, -b's cookies, --json's
+    types, and -H's ("Name:" removes one, "Name;" sends it empty), as (name, value) pairs."""
+    headers = {"accept": ("Accept", CURL_ACCEPT)}
+    if any(name == "--json" for name, _ in line["data"]):
+        headers["accept"] = ("Accept", "application/json")
+        headers["content-type"] = ("Content-Type", "application/json")
+    elif line["data"]:
+        headers["content-type"] = ("Content-Type", FORM_TYPE)
+    elif line.get("upload"):
+        headers["content-type"] = ("Content-Type", None)  # curl names no type for -T
+    for key, name in (("agent", "User-Agent"), ("referer", "Referer")):
+        if line.get(key) is not None:
+            headers[name.lower()] = (name, line[key])
+    cookies = [value for _, value in line["cookies"] if "=" in value]
+    if cookies:
+        headers["cookie"] = ("Cookie", ";".join(cookies))  # as curl joins them
+    pairs, given = list(headers.values()), set()
+    for _, text in line["headers"]:
+        name, colon, value = text.partition(":")
+        if not colon and text.endswith(";"):
+            name, value = text[:-1], ""
+        elif not colon:
+            continue  # curl ignores a header without a colon
+        key = name.strip().lower()
+        if key not in given:
+            pairs = [(old, old_value) for old, old_value in pairs if old.lower() != key]
+            given.add(key)
+        pairs.append((name.strip(), value.strip() if value.strip() or not colon else None))
+    return pairs
+
+
+def curl_body(line):
+    """The body the data options give (joined with &, as curl joins them), -F's form, or
+    -T's file; a lone --data-binary @FILE is the file itself, sent as it is read."""
+    if line["form"]:
+        return MultipartForm([form_part(value) for _, value in line["form"]])
+    if line.get("upload"):
+        return upload_file(line["upload"])
+    if not line["data"]:
+        return None
+    if len(line["data"]) == 1 and not line.get("get"):
+        name, value = line["data"][0]
+        if name in ("--data-binary", "--json") and value.startswith("@") and value != "@-":
+            return upload_file(value[1:])
+    return b"&".join(data_part(name, value) for name, value in line["data"])
+
+
+def data_part(name, value):
+    """The bytes one data option adds, as curl reads it."""
+    if name == "--data-raw":
+        return value.encode("utf-8")
+    if name == "--data-urlencode":
+        return urlencoded_part(value)
+    if not value.startswith("@"):
+        return value.encode("utf-8")
+    data = read_input(value[1:])
+    if name in ("-d", "--data", "--data-ascii"):
+        data = data.replace(b"\r", b"").replace(b"\n", b"")  # curl drops line ends
+    return data
+
+
+def urlencoded_part(value):
+    """--data-urlencode's forms: content, =content, name=content, @file, name@file."""
+    from urllib.parse import quote_plus
+    if "=" in value and ("@" not in value or value.index("=") < value.index("@")):
+        name, _, content = value.partition("=")
+        content = content.encode("utf-8")
+    elif "@" in value:
+        name, _, path = value.partition("@")
+        content = read_input(path)
+    else:
+        name, content = "", value.encode("utf-8")
+    encoded = quote_plus(content, safe="").encode("ascii")
+    return (name.encode("utf-8") + b"=" + encoded) if name else encoded
+
+
+def read_input(path):
+    """The bytes of a file named on the line, or of standard input for "-"; CurlUsage with
+    curl's status 26 when it cannot be read."""
+    if path == "-":
+        return sys.stdin.buffer.read()
+    try:
+        with open(path, "rb") as file:
+            return file.read()
+    except OSError as error:
+        raise CurlUsage("cannot read %s: %s" % (path, error.strerror or error), 26) from None
+
+
+def upload_file(path):
+    """A file to send as it is read (standard input for "-", sent chunked)."""
+    if path == "-":
+        return sys.stdin.buffer
+    try:
+        return open(path, "rb")
+    except OSError as error:
+        raise CurlUsage("cannot read %s: %s" % (path, error.strerror or error), 26) from None
+
+
+def form_part(text):
+    """A -F field: name=value, name=<file (the file's text), name=@file[;type=...]
+    [;filename=...], or name=@- (standard input, without a type, as curl sends it)."""
+    name, equals, value = text.partition("=")
+    if not equals or not name:
+        raise CurlUsage("-F takes name=value, name=@FILE or name=<FILE, not %r" % text)
+    if value.startswith("<"):
+        return name, read_input(value[1:])
+    if not value.startswith("@"):
+        return name, value
+    path, *parameters = value[1:].split(";")
+    named = dict(parameter.strip().partition("=")[::2] for parameter in parameters)
+    if path == "-":
+        return name, Upload(read_input("-"), named.get("type", ""), named.get("filename", "-"))
+    if not os.access(path, os.R_OK):
+        raise CurlUsage("cannot read %s" % path, 26)
+    return name, Upload(path, named.get("type"), named.get("filename"))
+
+
+def with_query(url, body):
+    """-G: the data appended to the URL's query."""
+    return url + ("&" if "?" in url else "?") + body.decode("latin-1")
+
+
+def curl_settings(line, url):
+    """The Client's settings that curl's options give."""
+    settings = {"follow_redirects": ALL if line.get("location") else None,
+                "max_redirects": curl_count(line, "max_redirs", 50),
+                "keep_method": bool(line.get("method")), "compressed": bool(
+                    line.get("compressed")), "repeat_headers": True,
+                "timeout": curl_seconds(line, "max_time", 0) or 1e9,  # curl has no limit
+                "connect_timeout": curl_seconds(line, "connect_timeout", 0) or 300,
+                "proxy": line.get("proxy"), "noproxy": line.get("noproxy"),
+                "context": curl_tls(line)}
+    if line.get("user") is not None:
+        user, colon, password = line["user"].partition(":")
+        if not colon:
+            import getpass
+            password = getpass.getpass("Enter host password for user '%s':" % user)
+        settings["auth"] = (user, password)
+    if line.get("netrc_file"):
+        settings["netrc"] = line["netrc_file"]
+    elif line.get("netrc"):  # curl 7.88 reads ~/.netrc, whatever NETRC says
+        settings["netrc"] = os.path.join(os.path.expanduser("~"), ".netrc")
+    files = [value for _, value in line["cookies"] if "=" not in value]
+    if files or line.get("jar"):
+        settings["cookies"] = read_cookie_files(files)
+    return settings
+
+
+def curl_tls(line):
+    """The TLS context --cacert, --capath, --cert, --key and -k ask for, or None; curl's
+    status 77 for a CA it cannot read, 58 for a certificate or key."""
+    if not any(line.get(name) for name in ("cacert", "capath", "cert", "key", "insecure")):
+        return None
+    for name, status in (("cacert", 77), ("capath", 77), ("cert", 58), ("key", 58)):
+        if line.get(name) and not os.access(line[name], os.R_OK):
+            raise CurlUsage("cannot read --%s %s" % (name, line[name]), status)
+    try:
+        return tls_context(line.get("cacert"), line.get("capath"), line.get("cert"),
+                           line.get("key"), bool(line.get("insecure")))
+    except OSError as error:
+        raise CurlUsage("cannot use the certificate or key: %s" % error, 58) from None
+
+
+def curl_seconds(line, name, default):
+    """An option's number of seconds; CurlUsage for one that is not a number."""
+    if line.get(name) is None:
+        return default
+    try:
+        seconds = float(line[name])
+    except ValueError:
+        seconds = -1.0
+    if not 0 <= seconds < float("inf"):
+        raise CurlUsage("--%s: expected a proper numerical parameter"
+                        % name.replace("_", "-"))
+    return seconds
+
+
+def curl_count(line, name, default):
+    """An option's whole number; CurlUsage for one that is not."""
+    if line.get(name) is None:
+        return default
+    if not ASCII_DIGITS.fullmatch(line[name].lstrip("-")):
+        raise CurlUsage("--%s: expected a proper numerical parameter"
+                        % name.replace("_", "-"))
+    return int(line[name])
+
+
+class WriteError(TransferError):
+    """The output could not be written (curl's exit 23); the text names the file."""
+
+
+class CurlOutput(Download):
+    """Where curl writes a reply: stdout, or the -o (or -O) file, written into as it is,
+    opened when the first byte comes (a --fail answer never makes it); -i's heads go
+    first; -C - appends to what is there. A transfer cut short keeps what came (curl's
+    exit 18), so that -C - can resume it."""
+
+    def __init__(self, line, url):
+        name = line.get("output")
+        if line.get("remote_name") and not name:
+            name = os.path.basename(urlsplit(url).path)
+            if not name:
+                raise CurlUsage("-O: the URL names no file", 23)
+        super().__init__(sys.stdout.buffer if name in (None, "-") else name)
+        self.line, self.opened = line, False
+        self.heads = line.get("include") or line.get("head")
+        self.append = line.get("continue_at") is not None
+        self.save_errors = not line.get("fail")
+        if sys.stderr.isatty() and not line.get("silent") and self.is_path:
+            self.progress = ProgressLine()
+
+    def open(self):
+        """Open the output at its first byte: stdout, or the file, in place."""
+        if not self.opened:
+            self.opened = True
+            if self.is_path:
+                try:
+                    self.file = open(self.target, "ab" if self.append else "wb")
+                except OSError as error:
+                    raise WriteError("cannot write %s: %s" % (self.target, error.strerror),
+                                     error) from None
+            else:
+                self.file = self.target
+
+    def begin(self):
+        """A body starts (the first, or a retry's, which stdout shows after the first)."""
+        self.size, self.complete = 0, False
+
+    def again(self):
+        """Before a retry: a regular file starts empty again, as curl's does."""
+        if self.opened and self.is_path and not self.append and S_ISREG(
+                os.fstat(self.file.fileno()).st_mode):
+            self.file.seek(0)
+            self.file.truncate()
+
+    def head(self, response):
+        """With -i or -I, write each reply's head, as it came, before its body."""
+        if self.heads and not response.from_proxy:
+            lines = list(head_lines(response)) + [""]
+            self.write_bytes(("\r\n".join(lines) + "\r\n").encode("latin-1"))
+
+    def write(self, data):
+        """Add a piece of the body."""
+        if data:
+            self.write_bytes(data)
+            self.size += len(data)
+
+    def write_bytes(self, data):
+        """Write bytes to the output as they come; WriteError naming it when it cannot."""
+        self.open()
+        try:
+            self.file.write(data)
+            if not self.is_path:
+                self.file.flush()
+        except OSError as error:
+            raise WriteError("cannot write %s: %s" % (
+                self.target if self.is_path else "to stdout", error.strerror or error),
+                error) from None
+
+    def finish(self):
+        """The body is whole: an empty one still makes its file, as curl's does."""
+        self.open()
+
+    def abandon(self):
+        """A transfer that failed keeps what came."""
+
+    def close(self):
+        """Close the file, if one was opened; flush stdout."""
+        if self.opened and self.is_path:
+            self.file.close()
+        elif self.opened:
+            self.file.flush()
+        if self.progress:
+            self.progress.end()
+
+
+def resume_headers(line, output):
+    """The Range header -C - (from the output file's size) or -r asks for, if any."""
+    if line.get("range"):
+        return ("Range", "bytes=" + line["range"])
+    offset = line.get("continue_at")
+    if offset is None:
+        return None
+    if offset == "-":
+        try:
+            offset = os.path.getsize(output.target) if output.is_path else 0
+        except OSError:
+            offset = 0
+    return ("Range", "bytes=%s-" % offset) if int(offset) else None
+
+
+class CurlTrace:
+    """curl -v's lines on stderr: connections, TLS, redirects, and each head."""
+
+    detailed = True
+
+    def __call__(self, line):
+        print(line, file=sys.stderr)
+
+
+WRITE_OUT = re.compile(r"%%|%\{([a-z_]+)\}|\\[nrt\\]")
+
+
+def written_out(format_text, response, transfer, status, message, elapsed):
+    """-w's text: its %{variables} filled in, \\n, \\r, \\t and %% as curl reads them;
+    @file (line ends dropped, as curl drops them) or @- for the format itself."""
+    if format_text.startswith("@"):
+        format_text = read_input(format_text[1:]).decode("utf-8", "replace")
+        format_text = format_text.replace("\r", "").replace("\n", "")
+    values = write_out_values(response, transfer, status, message, elapsed)
+
+    def filled(match):
+        text = match.group(0)
+        if text == "%%":
+            return "%"
+        if text.startswith("\\"):
+            return {"\\n": "\n", "\\r": "\r", "\\t": "\t", "\\\\": "\\"}[text]
+        return str(values.get(match.group(1), ""))
+
+    return WRITE_OUT.sub(filled, format_text).encode("utf-8")
+
+
+def write_out_values(response, transfer, status, message, elapsed):
+    """The values -w's variables name, for this transfer."""
+    code = response.status_code if response is not None else 0
+    location = response.headers.first("Location", "") if response is not None else ""
+    return {"http_code": "%03d" % code, "response_code": "%03d" % code,
+            "size_download": transfer.output.size, "time_total": "%.6f" % elapsed,
+            "url_effective": response.url if response is not None else transfer.url,
+            "content_type": response.headers.first("Content-Type", "") if response else "",
+            "redirect_url": urljoin(response.url, location) if location and code in
+            REDIRECT_STATUSES else "", "num_redirects": response.redirects if response else 0,
+            "exitcode": status, "errormsg": message}
+
+
+def write_bytes(data):
+    """Write bytes to stdout, after what is there."""
+    sys.stdout.flush()
+    sys.stdout.buffer.write(data)
+    sys.stdout.buffer.flush()
+
+
+def read_cookie_files(paths):
+    """A jar with the cookies of the Netscape cookie files -b names (curl's and browsers'
+    format); a file not there yet gives none (-b FILE -c FILE on a first run)."""
+    import http.cookiejar
+    jar = http.cookiejar.CookieJar()
+    for path in paths:
+        try:
+            with open(path) as file:
+                for number, text in enumerate(file.read().splitlines(), 1):
+                    add_netscape_cookie(jar, text, number)
+        except FileNotFoundError:
+            pass
+        except (OSError, ValueError) as error:
+            raise CurlUsage("cannot read the cookies of %s: %s" % (path, error), 26) from None
+    return jar
+
+
+def save_cookie_file(jar, path):
+    """Write the jar as curl writes a Netscape cookie file (-c): a session cookie with 0
+    for its expiry, a host's own cookie for that host alone (FALSE), HttpOnly marked."""
+    lines = ["# Netscape HTTP Cookie File", "# https://curl.se/docs/http-cookies.html",
+             "# This file was generated by rest_client.py! Edit at your own risk.", ""]
+    for cookie in jar:
+        domain = cookie.domain[:-len(".local")] if cookie.domain.endswith(".local") and (
+            not cookie.domain_specified) else cookie.domain
+        prefix = "#HttpOnly_" if cookie.has_nonstandard_attr("HttpOnly") else ""
+        lines.append("\t".join([prefix + domain, "TRUE" if domain.startswith(".") else "FALSE",
+                                cookie.path, "TRUE" if cookie.secure else "FALSE",
+                                str(cookie.expires or 0), cookie.name, cookie.value or ""]))
+    try:
+        with open(path, "w") as file:
+            file.write("\n".join(lines) + "\n")
+    except OSError as error:
+        print("rest_client: cannot write the cookies to %s: %s" % (path, error),
+              file=sys.stderr)
 
 
 if __name__ == "__main__":
