@@ -199,7 +199,8 @@ class Client:
     follow_redirects  SAFE (GET and HEAD only, at most max_redirects, then the 3xx is the
                       answer), ALL (every method, by curl -L's rules, and more than
                       max_redirects is TooManyRedirects) or None (never)
-    keep_method       with ALL, the method stays on every hop (curl -X with -L)
+    keep_method       with ALL, the method stays on every hop (curl -X with -L), its body
+                      kept or dropped as for the method this names (POST for curl's -d)
     compressed        whether to ask for gzip and deflate replies (they are decoded)
     repeat_headers    whether a header given twice goes on two lines (as curl sends it)
                       rather than one (RFC 9110 §5.3)
@@ -208,7 +209,7 @@ class Client:
     def __init__(self, base_url=None, headers=None, auth=None, netrc=False, context=None,
                  proxy=None, noproxy=None, cookies=None, timeout=DEFAULT_TIMEOUT,
                  connect_timeout=None, retries=0, follow_redirects=SAFE,
-                 max_redirects=MAX_REDIRECTS, keep_method=False, compressed=True,
+                 max_redirects=MAX_REDIRECTS, keep_method=None, compressed=True,
                  user_agent=USER_AGENT, repeat_headers=False):
         self.settings = Settings(base_url, headers, auth, netrc, context, proxy, noproxy,
                                  cookies, timeout, connect_timeout, retries, follow_redirects,
@@ -657,9 +658,11 @@ def next_request(outgoing, response, settings, hops):
 def redirected(outgoing, status, keep_method):
     """The method, body and headers after a redirect (RFC 9110 §15.4, as curl and browsers
     do): a 303, and a 301 or 302 to a POST, go on as GET without the body; a 307 or 308
-    keeps both. keep_method (curl -X) keeps the method, but not a body dropped."""
+    keeps both. With keep_method (curl's -X), the method stays, and the body goes as it
+    would for the method keep_method names (POST for curl's -d)."""
     method, body = outgoing.method, outgoing.body
-    if (status == 303 and method != "HEAD") or (status in (301, 302) and method == "POST"):
+    rules = keep_method or method
+    if (status == 303 and rules != "HEAD") or (status in (301, 302) and rules == "POST"):
         method, body = (method if keep_method else "GET"), None
     headers = dict(outgoing.headers)
     if body is None:
@@ -1138,7 +1141,7 @@ def stream(reply, connection, download, inflaters, deadline):
         if download.progress:
             download.progress(received, total)
     ended(reply, received)
-    download.write(finished(inflaters))
+    download.write(finished(inflaters) if received else b"")  # a HEAD reply has no body
     download.complete = True
 
 
@@ -2143,7 +2146,10 @@ class CurlTransfer:
             self.url, self.body = with_query(self.url, self.body), None
         if line.get("upload") and self.url.endswith("/"):
             self.url += quote(os.path.basename(line["upload"]))
-        self.client = Client(**curl_settings(line, self.url))
+        settings = curl_settings(line, self.url)
+        if line.get("method"):  # -X names the method alone; the body goes by curl's own
+            settings["keep_method"] = curl_method(dict(line, method=None), self.body)
+        self.client = Client(**settings)
         self.output = CurlOutput(line, self.url)
         self.headers += [header for header in [resume_headers(line, self.output)] if header]
 
@@ -2263,7 +2269,7 @@ def curl_headers(line):
     if any(name == "--json" for name, _ in line["data"]):
         headers["accept"] = ("Accept", "application/json")
         headers["content-type"] = ("Content-Type", "application/json")
-    elif line["data"]:
+    elif line["data"] and not line.get("get"):
         headers["content-type"] = ("Content-Type", FORM_TYPE)
     elif line.get("upload"):
         headers["content-type"] = ("Content-Type", None)  # curl names no type for -T
@@ -2383,7 +2389,7 @@ def curl_settings(line, url):
     """The Client's settings that curl's options give."""
     settings = {"follow_redirects": ALL if line.get("location") else None,
                 "max_redirects": curl_count(line, "max_redirs", 50),
-                "keep_method": bool(line.get("method")), "compressed": bool(
+                "compressed": bool(
                     line.get("compressed")), "repeat_headers": True,
                 "timeout": curl_seconds(line, "max_time", 0) or 1e9,  # curl has no limit
                 "connect_timeout": curl_seconds(line, "connect_timeout", 0) or 300,
