@@ -47,7 +47,6 @@ import socket
 import sys
 import threading
 import time
-import zlib
 from collections import namedtuple
 from urllib.parse import quote, unquote, urlencode, urljoin, urlsplit, urlunsplit
 
@@ -126,16 +125,18 @@ class Response(namedtuple("Response", "status_code body headers")):
         of a relation wins."""
         found = {}
         for value in self.headers.get("Link", []):
-            for target, parameters in LINK.findall(value):
-                for name, argument in LINK_PARAMETER.findall(parameters):
+            for target, parameters in re.findall(LINK, value):
+                for name, argument in re.findall(LINK_PARAMETER, parameters):
                     if name.lower() == "rel":  # rel="next last" names two relations
                         for relation in argument.strip('"').lower().split():
                             found.setdefault(relation, urljoin(self.url or "", target))
         return found
 
 
-LINK = re.compile(r'<([^>]*)>((?:\s*;\s*[^;,="]+(?:=\s*(?:"[^"]*"|[^;,"]*))?)*)')
-LINK_PARAMETER = re.compile(r';\s*([^;,="\s]+)\s*(?:=\s*("[^"]*"|[^;,"]*))?')
+# Patterns used now and then are compiled when first used (re keeps them): a one-shot
+# command line pays nothing for them.
+LINK = r'<([^>]*)>((?:\s*;\s*[^;,="]+(?:=\s*(?:"[^"]*"|[^;,"]*))?)*)'
+LINK_PARAMETER = r';\s*([^;,="\s]+)\s*(?:=\s*("[^"]*"|[^;,"]*))?'
 
 
 class Headers(dict):
@@ -1000,7 +1001,10 @@ class Connection(http.client.HTTPConnection):
         """A TCP connection to the host (or proxy); an error naming it when none opens."""
         proxy = " proxy" if self.route.proxy else ""
         try:
-            return socket.create_connection((self.host, self.port), self.timeout)
+            # the name as bytes: it is ASCII already (IDNA), and a str would make socket
+            # load the idna codec to say so
+            return socket.create_connection((self.host.encode("ascii"), self.port),
+                                            self.timeout)
         except socket.gaierror as error:
             kind = ProxyNotResolved if proxy else NameNotResolved
             raise kind("could not resolve%s host %s: %s" % (proxy, self.host, error.strerror),
@@ -1200,7 +1204,8 @@ class Inflater:
     send bare deflate data, which browsers take too."""
 
     def __init__(self, coding):
-        self.coding, self.started = coding, False
+        import zlib  # here: a plain request never needs it
+        self.zlib, self.coding, self.started = zlib, coding, False
         self.engine = zlib.decompressobj(zlib.MAX_WBITS | (0 if coding == "deflate" else 16))
 
     def decode(self, data):
@@ -1210,10 +1215,10 @@ class Inflater:
                 self.started = True
                 try:
                     return self.engine.decompress(data)
-                except zlib.error:  # no zlib header: bare deflate
-                    self.engine = zlib.decompressobj(-zlib.MAX_WBITS)
+                except self.zlib.error:  # no zlib header: bare deflate
+                    self.engine = self.zlib.decompressobj(-self.zlib.MAX_WBITS)
             return self.engine.decompress(data)
-        except zlib.error as error:
+        except self.zlib.error as error:
             raise UndecodableReply("the %s reply does not decode: %s"
                                    % (self.coding, error)) from None
 
@@ -2563,7 +2568,7 @@ class CurlTrace:
         print(line, file=sys.stderr)
 
 
-WRITE_OUT = re.compile(r"%%|%\{([a-z_]+)\}|\\[nrt\\]")
+WRITE_OUT = r"%%|%\{([a-z_]+)\}|\\[nrt\\]"  # compiled when first used
 
 
 def written_out(format_text, response, transfer, status, message, elapsed):
@@ -2582,7 +2587,7 @@ def written_out(format_text, response, transfer, status, message, elapsed):
             return {"\\n": "\n", "\\r": "\r", "\\t": "\t", "\\\\": "\\"}[text]
         return str(values.get(match.group(1), ""))
 
-    return WRITE_OUT.sub(filled, format_text).encode("utf-8")
+    return re.sub(WRITE_OUT, filled, format_text).encode("utf-8")
 
 
 def write_out_values(response, transfer, status, message, elapsed):

@@ -2375,6 +2375,7 @@ def test_a_non_ascii_host_is_looked_up_and_sent_as_idna(counting, monkeypatch):
     looked_up, real = [], socket.getaddrinfo
 
     def getaddrinfo(host, *rest, **keywords):
+        host = host.decode("ascii") if isinstance(host, bytes) else host
         looked_up.append(host)
         return real("127.0.0.1" if host == "xn--bcher-kva.example" else host, *rest, **keywords)
 
@@ -2382,3 +2383,216 @@ def test_a_non_ascii_host_is_looked_up_and_sent_as_idna(counting, monkeypatch):
     resp, err = send(Request("GET", "http://bücher.example:%d/" % port), proxy="")
     assert err is None and looked_up == ["xn--bcher-kva.example"]
     assert server.requests[-1]["headers"]["host"] == "xn--bcher-kva.example:%d" % port
+
+
+# -- the client object: settings held once ------------------------------------------------
+
+def test_a_client_holds_base_url_headers_and_credentials_for_every_request(scripted):
+    client = rest_client.Client(scripted.url, headers={"X-Test": "1", "Accept": "text/xml"},
+                                auth=("ada", "pw"))
+    try:
+        resp, err = client.send(Request("GET", "/echo", headers={"Accept": "application/json"}))
+        assert err is None and resp.json() == ECHO_GET
+        assert last_header(scripted, "X-Test") == "1"
+        assert last_header(scripted, "Accept") == "application/json"  # the request's wins
+        assert last_header(scripted, "Authorization") == basic("ada", "pw")
+    finally:
+        client.close()
+
+
+def test_import_reads_nothing_builds_nothing_and_imports_no_more_than_http_client():
+    code = ("import sys, http.client, threading; before = set(sys.modules); "
+            "threads = threading.active_count(); import rest_client; "
+            "print(sorted(set(sys.modules) - before), rest_client.DEFAULT_CLIENT, "
+            "threading.active_count() - threads)")
+    result = subprocess.run([sys.executable, "-c", code], stdout=subprocess.PIPE, cwd=HERE,
+                            timeout=20)
+    assert result.stdout == b"['rest_client'] None 0\n"
+
+
+def test_the_environment_is_read_when_a_client_is_made(monkeypatch):
+    monkeypatch.setenv("http_proxy", "http://first:3128")
+    first = rest_client.Client()
+    monkeypatch.setenv("http_proxy", "http://second:3128")
+    assert first.environment["http_proxy"] == "http://first:3128"
+    assert rest_client.Client().environment["http_proxy"] == "http://second:3128"
+
+
+def test_a_keyword_send_does_not_know_is_a_type_error(scripted):
+    with pytest.raises(TypeError) as raised:
+        send(Request("GET", scripted.url + "/echo"), colour="blue")
+    assert str(raised.value) == "send() got an unexpected keyword argument 'colour'"
+
+
+# -- redirects for every method, by curl -L's rules ------------------------------------------
+
+@pytest.mark.parametrize("code, method, body", [
+    (301, "GET", ""), (302, "GET", ""), (303, "GET", ""), (307, "POST", "a=1"),
+    (308, "POST", "a=1")])
+def test_following_all_redirects_uses_curls_method_rules(scripted, code, method, body):
+    client = rest_client.Client(follow_redirects=rest_client.ALL)
+    resp, err = client.send(Request("POST", scripted.url + "/redirect/%d" % code, body="a=1"))
+    assert err is None and resp.json() == {"method": method, "path": "/echo", "body": body}
+    assert resp.redirects == 1 and resp.url == scripted.url + "/echo"
+    assert (last_header(scripted, "Content-Type") is None) == (body == "")
+    client.close()
+
+
+def test_a_method_kept_across_redirects_drops_the_body_as_its_rules_say(scripted):
+    client = rest_client.Client(follow_redirects=rest_client.ALL, keep_method="POST")
+    resp, err = client.send(Request("PUT", scripted.url + "/redirect/302", body="a=1"))
+    assert err is None and resp.json() == {"method": "PUT", "path": "/echo", "body": ""}
+    client.close()
+
+
+def test_a_redirect_loop_is_an_error_when_following_all(scripted):
+    client = rest_client.Client(follow_redirects=rest_client.ALL, max_redirects=3)
+    resp, err = client.send(Request("GET", scripted.url + "/chain/1"))
+    assert resp is None and isinstance(err, rest_client.TooManyRedirects)
+    assert str(err) == "more than 3 redirects, the last to /chain/5"
+    client.close()
+
+
+# -- errors that say what failed -------------------------------------------------------------
+
+def test_a_name_mismatch_is_untrusted_without_a_hint_to_trust_a_ca(tls, pki, monkeypatch):
+    real = socket.getaddrinfo
+    monkeypatch.setattr(socket, "getaddrinfo", lambda host, *rest, **keywords: real(
+        "127.0.0.1" if host in (b"other.example", "other.example") else host, *rest, **keywords))
+    url = "https://other.example:%d/echo" % tls.server_address[1]
+    resp, err = send(Request("GET", url), context=tls_context(cacert=pki.ca_pem))
+    assert resp is None and isinstance(err, rest_client.UntrustedCertificate)
+    assert str(err).startswith("the certificate of other.example:%d did not verify: "
+                               % tls.server_address[1])
+    assert "--cacert" not in str(err)
+    result = run_cli("-s", url, "--cacert", pki.ca_pem)
+    assert (result.returncode, result.stdout, result.stderr) == (60, b"", b"")
+
+
+def test_a_tls_context_takes_a_ca_without_key_usage_as_curl_does():
+    # Python 3.13 adds VERIFY_X509_STRICT, which refuses a CA made by openssl req -x509
+    strict = getattr(ssl, "VERIFY_X509_STRICT", 0)
+    assert not tls_context().verify_flags & strict
+
+
+class DripServer:
+    """Sends a reply's head, then one byte of its body every 50 ms, for 10 s."""
+
+    def __init__(self):
+        self.listener = socket.socket()
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(4)
+        self.url = "http://127.0.0.1:%d" % self.listener.getsockname()[1]
+        self.stopped = threading.Event()
+        threading.Thread(target=self.serve, daemon=True).start()
+
+    def serve(self):
+        connection, _ = self.listener.accept()
+        with connection:
+            connection.recv(65536)
+            connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 200\r\n\r\n")
+            while not self.stopped.wait(0.05):
+                try:
+                    connection.sendall(b"x")
+                except OSError:  # the client gave up
+                    return
+
+
+def test_a_server_that_drips_cannot_stretch_the_timeout():
+    server = DripServer()
+    try:
+        resp, err = send(Request("GET", server.url + "/"), timeout=0.3)
+    finally:
+        server.stopped.set()
+        server.listener.close()
+    assert resp is None and isinstance(err, rest_client.Timeout)
+
+
+# -- bodies that stream ---------------------------------------------------------------------
+
+def test_a_file_body_is_sent_as_it_is_read_with_its_length(counting, tmp_path):
+    server = counting(lambda number, request: answer())
+    path = tmp_path / "upload.bin"
+    path.write_bytes(BLOB)
+    with open(str(path), "rb") as file:
+        resp, err = send(Request("PUT", server.url + "/upload", body=file))
+    sent = server.requests[-1]
+    assert err is None and sent["body"] == BLOB
+    assert sent["headers"]["content-length"] == str(len(BLOB))
+    assert sent["headers"]["content-type"] == "application/octet-stream"
+
+
+def test_an_iterable_body_is_sent_chunked(scripted):
+    resp, err = send(Request("POST", scripted.url + "/echo",
+                             body=iter([b"one ", b"two"]), headers={"Content-Type": "text/plain"}))
+    assert err is None and resp.status_code == 200
+    assert last_header(scripted, "Transfer-Encoding") == "chunked"
+
+
+# -- the command line: curl's form -----------------------------------------------------------
+
+def test_cli_ctrl_c_exits_130_with_one_line(scripted, monkeypatch):
+    def interrupted(*arguments, **keywords):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(rest_client.Client, "send", interrupted)
+    for line in (["-s", scripted.url + "/echo"], ["GET", scripted.url + "/echo"]):
+        result = run_cli(*line)
+        assert (result.returncode, result.stdout, result.stderr) == (
+            130, b"", b"rest_client: interrupted\n")
+
+
+def test_cli_include_shows_the_status_line_as_received(counting):
+    server = counting(lambda number, request: b"HTTP/1.0 299 Custom Reason Here\r\n"
+                                              b"Content-Length: 2\r\nX-A: 1\r\n\r\nok")
+    result = run_cli("-si", server.url + "/")
+    assert (result.returncode, result.stdout) == (
+        0, b"HTTP/1.0 299 Custom Reason Here\r\nContent-Length: 2\r\nX-A: 1\r\n\r\nok")
+    result = run_cli("GET", server.url + "/", "-i")
+    assert result.stdout.startswith(b"HTTP/1.0 299 Custom Reason Here\n")
+
+
+def test_cli_curl_form_reads_no_api_key(scripted):
+    result = run_cli("-s", scripted.url + "/echo", api_key=KEY)
+    assert result.returncode == 0 and last_header(scripted, "Authorization") is None
+
+
+def test_cli_a_cookie_jar_round_trips_with_curls_for_localhost(scripted, tmp_path):
+    url = "http://localhost:%d" % scripted.server_address[1]
+    jar = tmp_path / "jar.txt"
+    result = run_cli("-s", "-c", str(jar), url + "/set_cookie?cookie=sid%3D1")
+    assert result.returncode == 0
+    lines = [line for line in jar.read_text().splitlines() if line and not line.startswith("# ")]
+    assert lines == ["localhost\tFALSE\t/\tFALSE\t0\tsid\t1"]  # as curl writes it
+    jar.write_text("# Netscape HTTP Cookie File\n"
+                   "localhost\tFALSE\t/\tFALSE\t0\tfrom\tcurl\n")  # as curl wrote it
+    assert run_cli("-s", "-b", str(jar), url + "/echo").returncode == 0
+    assert last_header(scripted, "Cookie") == "from=curl"
+
+
+def test_cli_an_unknown_option_is_a_usage_error_naming_it_and_nothing_is_sent(scripted):
+    before = len(scripted.received)
+    result = run_cli("-s", "--limit-rate", "1M", scripted.url + "/echo")
+    assert result.returncode == 2 and result.stdout == b""
+    assert result.stderr.startswith(b"rest_client: option --limit-rate: is unknown\n")
+    assert len(scripted.received) == before
+
+
+@pytest.mark.parametrize("line, status", [
+    (["-s", "http://no-such-host.invalid/"], 6),
+    (["-s", "-x", "http://no-such-proxy.invalid:3128", "http://127.0.0.1:1/"], 5),
+    (["-s", "http://[::1/"], 3),
+])
+def test_cli_curl_form_exits_with_curls_statuses(line, status):
+    result = run_cli(*line)
+    assert (result.returncode, result.stdout, result.stderr) == (status, b"", b"")
+
+
+def test_cli_show_error_names_what_failed(scripted):
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+        result = run_cli("-sS", "http://127.0.0.1:%d/" % port)
+    assert result.returncode == 7
+    assert result.stderr == ("rest_client: (7) could not connect to 127.0.0.1 port %d: "
+                             "Connection refused\n" % port).encode()
