@@ -41,7 +41,6 @@ import functools
 import http.client
 import itertools
 import os
-import random
 import re
 import socket
 import sys
@@ -701,6 +700,7 @@ def retry_wait(response, attempt):
     asked = retry_after(response) if response is not None else None
     if asked is not None:
         return min(asked, MAX_RETRY_AFTER)
+    import random
     wait = FIRST_BACKOFF * 2 ** min(attempt, 16)
     return min(random.uniform(wait / 2, wait * 1.5), MAX_BACKOFF)
 
