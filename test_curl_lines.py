@@ -10,10 +10,12 @@ memory on large transfers. The tests skip when curl is not installed.
 
 import base64
 import collections
+import concurrent.futures
 import gzip
 import hashlib
 import io
 import os
+import queue
 import re
 import shlex
 import shutil
@@ -242,15 +244,7 @@ Servers = collections.namedtuple("Servers", "here other refused received")
 
 @pytest.fixture(scope="module")
 def servers():
-    """The servers the client's runs go to."""
-    started = start_servers()
-    yield started
-    stop_servers(started)
-
-
-@pytest.fixture(scope="module")
-def curl_servers():
-    """The servers curl's runs go to, at the same time as the client's go to theirs."""
+    """The servers of the tests that run the client alone."""
     started = start_servers()
     yield started
     stop_servers(started)
@@ -336,9 +330,17 @@ def portless(value, servers):
 
 
 def arguments(line, servers):
-    """The line's words, its $URL, $OTHER and $REFUSED made the test servers' addresses."""
-    line = line.replace("$URL", servers.here.url).replace("$OTHER", servers.other.url)
-    return shlex.split(line.replace("$REFUSED", servers.refused))
+    """The line's words, its $URL, $OTHER, $REFUSED, $PORT and $OTHER_PORT made the test
+    servers' addresses."""
+    for name, value in (("$URL", servers.here.url), ("$OTHER_PORT", port(servers.other)),
+                        ("$OTHER", servers.other.url), ("$REFUSED", servers.refused),
+                        ("$PORT", port(servers.here))):
+        line = line.replace(name, value)
+    return shlex.split(line)
+
+
+def port(server):
+    return str(server.server_address[1])
 
 
 def files_in(folder):
@@ -534,15 +536,44 @@ CURL_LINES = lines(
 )
 
 
+WORKERS = 4  # lines run at once: most of a line's time is Python starting up
+
+
+@pytest.fixture(scope="module")
+def ran(curl, request, tmp_path_factory):
+    """For each table line this session runs, a future of what curl and the client did:
+    WORKERS lines at a time, each on two sets of servers of its own."""
+    chosen = {(item.callspec.params["line"], item.callspec.params["stdin"])
+              for item in request.session.items
+              if getattr(item, "originalname", None) == "test_a_curl_line_does_what_curl_does"}
+    free = queue.Queue()
+    for _ in range(WORKERS):
+        free.put((start_servers(), start_servers()))
+    with concurrent.futures.ThreadPoolExecutor(WORKERS) as pool:
+        yield {line: pool.submit(run_beside_curl, curl, line, free, tmp_path_factory)
+               for line in chosen}
+    while not free.empty():
+        for servers in free.get():
+            stop_servers(servers)
+
+
+def run_beside_curl(curl, line, free, tmp_path_factory):
+    """Run the line (line, stdin) with curl and with the client at once; what each did."""
+    (line, stdin), folder = line, tmp_path_factory.mktemp("line")
+    servers = free.get()
+    try:
+        folders = str(folder / "curl"), str(folder / "client")
+        started = [start_line(program, line, where, place)
+                   for program, where, place in zip((curl, CLIENT), servers, folders)]
+        return [finish_line(process, line, where, place, stdin)
+                for process, where, place in zip(started, servers, folders)]
+    finally:
+        free.put(servers)
+
+
 @pytest.mark.parametrize("line, stdin", CURL_LINES)
-def test_a_curl_line_does_what_curl_does(curl, curl_servers, servers, tmp_path, line, stdin):
-    folders = str(tmp_path / "curl"), str(tmp_path / "client")
-    lines = [line.replace("$OTHER_PORT", str(where.other.server_address[1]))
-             for where in (curl_servers, servers)]
-    by_curl = start_line(curl, lines[0], curl_servers, folders[0])
-    by_client = start_line(CLIENT, lines[1], servers, folders[1])
-    by_curl = finish_line(by_curl, lines[0], curl_servers, folders[0], stdin)
-    by_client = finish_line(by_client, lines[1], servers, folders[1], stdin)
+def test_a_curl_line_does_what_curl_does(ran, line, stdin):
+    by_curl, by_client = ran[line, stdin].result()
     assert by_client.status == by_curl.status
     assert by_client.stdout == by_curl.stdout
     assert by_client.files == by_curl.files
@@ -672,9 +703,8 @@ def authorization(request):
 
 
 @pytest.mark.parametrize("line", ["GET $URL/echo -u ada:pw",
-                                  "GET http://ada:pw@127.0.0.1:$HERE_PORT/echo"])
+                                  "GET http://ada:pw@127.0.0.1:$PORT/echo"])
 def test_credentials_on_the_command_line_win_over_api_key(servers, tmp_path, line):
-    line = line.replace("$HERE_PORT", str(servers.here.server_address[1]))
     done = run_line(CLIENT, line, servers, str(tmp_path), env=environment(API_KEY="secret"))
     assert done.status == 0
     assert [authorization(request) for request in done.wire] == [
