@@ -308,8 +308,9 @@ def finish_line(process, line, servers, folder, stdin=b""):
     """What a started line did, once it ends."""
     stdout, stderr = process.communicate(stdin, timeout=20)
     wire = [on_the_wire(request, line) for request in servers.received]
-    return Transfer(process.returncode, portless(normal_stdout(line, stdout), servers),
-                    portless(files_in(folder), servers), portless(wire, servers), stderr)
+    files = {name: normal_output(line, data) for name, data in files_in(folder).items()}
+    return Transfer(process.returncode, portless(normal_output(line, stdout), servers),
+                    portless(files, servers), portless(wire, servers), stderr)
 
 
 def portless(value, servers):
@@ -361,8 +362,8 @@ def normal_jar(data):
                            if line.strip() and not line.startswith(b"# ")))
 
 
-def normal_stdout(line, data):
-    """stdout, with only what must differ between two runs made the same."""
+def normal_output(line, data):
+    """stdout or a file's bytes, with only what must differ between two runs made the same."""
     if "%{time_total}" in line:  # time values differ from run to run
         data = re.sub(rb"\d+[.,]\d+", b"T", data)
     if "/drip" in line:  # how many bytes arrive before the deadline is the scheduler's
@@ -437,6 +438,7 @@ CURL_LINES = lines(
     "-s --request PATCH -d x=1 $URL/echo/1",
     "-s -X PUT -d '{\"a\": 1}' -H 'Content-Type: application/json' $URL/echo/1",
     "-s -X OPTIONS $URL/echo",
+    "-s -X GET -d a=1 $URL/echo",
     # redirects: not followed without -L; with -L by curl's method rules
     "-s $URL/redirect/302",
     *["-sL $URL/redirect/%d" % code for code in REDIRECTS],
@@ -447,6 +449,10 @@ CURL_LINES = lines(
     "-sL --max-redirs 3 $URL/loop",
     "-sL $URL/loop",
     "-sL --max-redirs 0 $URL/redirect/301",
+    "-sL --max-redirs 1 '$URL/redirect/302?to=/redirect/301'",
+    "-sL -o out.txt -w '%{http_code} %{num_redirects}\\n' --max-redirs 2 $URL/loop",
+    "-sfL '$URL/redirect/302?to=/status/404'",
+    "-si $URL/redirect/302",
     "-sL -u ada:pw '$URL/redirect/302?to=$OTHER/echo'",
     "-sL -H 'Authorization: Bearer t0k' -H 'X-Test: 1' '$URL/redirect/302?to=$OTHER/echo'",
     # what comes back
@@ -464,11 +470,15 @@ CURL_LINES = lines(
     # --fail
     "-sf $URL/status/404",
     "-sf -o out.txt $URL/status/404",
+    "-sIf $URL/status/404",
     "-fsS -w '%{http_code}' $URL/status/503",
     "-s --fail-with-body $URL/status/503",
     "-s --fail-with-body -o out.txt $URL/status/404",
     # bodies
     "-s -d a=1 -d b=2 $URL/echo",
+    "-s -d '' $URL/echo",
+    "-s -d @missing.txt $URL/echo",
+    "-s -H 'Content-Type: text/plain' -d 'hi there' $URL/echo",
     "-s -d @data.txt $URL/echo",
     "-s --data-binary @data.txt $URL/echo",
     "-s --data-binary @body.bin -H 'Content-Type: application/octet-stream' $URL/echo",
@@ -485,9 +495,11 @@ CURL_LINES = lines(
     "-s -F doc=@doc.txt $URL/echo",
     "-s -F 'doc=<doc.txt' $URL/echo",
     "-s -F 'img=@body.bin;type=image/png' $URL/echo",
+    "-s -F doc=@missing.txt $URL/echo",
     piped("-s -F note=@- $URL/echo", b"piped note\n"),
     "-s -T doc.txt $URL/upload/doc.txt",
     "-s -T doc.txt $URL/upload/",
+    "-s -T missing.txt $URL/upload/",
     piped("-s -T - $URL/upload/piped", b"streamed\nfrom stdin\n"),
     "-s -G -d q=ada -d limit=5 $URL/echo",
     "-s -G --data-urlencode 'q=a b' '$URL/echo?x=1'",
@@ -501,6 +513,7 @@ CURL_LINES = lines(
     "-s -b 'a=1; b=2' $URL/echo",
     "-s -b cookies.txt $URL/echo",
     "-s -c jar.txt $URL/cookies",
+    "-s -b a=1 -c jar.txt $URL/cookies",
     "-s -b cookies.txt -c jar.txt $URL/cookies",
     "-s --netrc-file netrc.txt $URL/echo",
     "-s -H 'X-Test: 1' -H 'Accept: application/xml' $URL/echo",
@@ -517,19 +530,24 @@ CURL_LINES = lines(
     "-s -o out.txt -w '%{redirect_url}' $URL/redirect/302",
     "-s -o out.txt -w '%{content_type}' $URL/files/report.csv",
     "-s -o out.txt -w '[%{exitcode}][%{errormsg}]' $URL/echo",
+    "-s -o out.txt -w '%{size_download}' $URL/gzip",
     "-s -o out.txt -w '100%% done\\n' $URL/echo",
     "-s -o out.txt -w @fmt.txt $URL/files/report.csv",
     # failures and time
     "-s $REFUSED/",
     "-s -w '%{http_code}' $REFUSED/",
+    "-s -w '%{exitcode}' $REFUSED/",
     "-s http://nothing.invalid/",
     "-s -m 0.5 $URL/drip",
+    "-s -m 0.5 -o drip.txt -w '%{http_code} %{exitcode}' $URL/drip",
     "-s --connect-timeout 5 $URL/echo",
     "-s --retry 1 --retry-delay 1 $URL/flaky",
     # ranges and names from the URL
     "-s -C - -o partial.bin $URL/files/data.bin",
     "-s -r 0-9 $URL/files/data.bin",
     "-s -O $URL/files/report.csv",
+    "-s -O '$URL/files/report.csv?version=2'",
+    "-s -C - -o report.csv $URL/files/report.csv",
     "-sO $URL/files/data.bin",
     # an option neither knows: both exit 2 and send nothing
     "-s --no-such-option $URL/echo",
