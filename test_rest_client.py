@@ -2596,3 +2596,20 @@ def test_cli_show_error_names_what_failed(scripted):
     assert result.returncode == 7
     assert result.stderr == ("rest_client: (7) could not connect to 127.0.0.1 port %d: "
                              "Connection refused\n" % port).encode()
+
+
+def test_cli_curl_form_verbose_shows_the_connect_the_tls_and_each_hop(proxy, tls, pki):
+    rest_client.close()
+    result = run_cli("-sv", "-L", tls.url + "/redirect/302?to=/echo", "-x", proxy.with_credentials,
+                     "--cacert", pki.ca_pem)
+    lines = result.stderr.decode().splitlines()
+    assert result.returncode == 0 and json.loads(result.stdout) == ECHO_GET
+    port = tls.server_address[1]
+    assert lines[:4] == ["* Connected to 127.0.0.1 (127.0.0.1) port %d" % proxy.server_address[1],
+                         "> CONNECT 127.0.0.1:%d HTTP/1.1" % port,
+                         "> Host: 127.0.0.1:%d" % port, "> Proxy-Authorization: Basic ***"]
+    assert "< HTTP/1.1 200 Connection established" in lines
+    assert any(line.startswith("* TLSv1.") and line.endswith("CN=localhost")
+               for line in lines)
+    assert "* following the 302 to %s/echo" % tls.url in lines
+    assert lines.count("> GET /echo HTTP/1.1") == 1
