@@ -69,6 +69,7 @@ CHUNK_SIZE = 1 << 20  # bytes read at a time from a reply being saved, and from 
 CREDENTIAL_HEADERS = ("authorization", "cookie", "proxy-authorization")  # never sent on to
 # another host or from https to http by a redirect (RFC 9110 §15.4: a client should not)
 DEFAULT_PORTS = {"http": 80, "https": 443}
+MAX_ROUTES = 256  # places a client remembers how to reach
 SAFE, ALL = "safe", "all"  # follow_redirects: GET and HEAD only (the default), or every method
 
 
@@ -216,7 +217,7 @@ class Client:
                                  max_redirects, keep_method, compressed, user_agent,
                                  repeat_headers)
         self.environment = environment_proxies()
-        self.pool = ConnectionPool()
+        self.pool, self.routes = ConnectionPool(), {}
 
     def send(self, request, timeout=None, retries=None, trace=None, save_to=None,
              progress=None, save_errors=True, **settings):
@@ -252,9 +253,9 @@ class Client:
 
     def settings_with(self, changes, timeout, retries):
         """The client's settings with this request's changes; TypeError for a name it lacks."""
-        if timeout is not None:
+        if timeout is not None and timeout != self.settings.timeout:
             changes["timeout"] = timeout
-        if retries is not None:
+        if retries is not None and retries != self.settings.retries:
             changes["retries"] = retries
         if not changes:
             return self.settings
@@ -324,13 +325,21 @@ class Client:
         return decompress(raw, codings, accepted)
 
     def route(self, url, settings):
-        """How to reach the URL's host: directly, or through which proxy, with which TLS."""
+        """How to reach the URL's host: directly, or through which proxy, with which TLS;
+        kept for the next request to the same place, as the pool keys connections by it."""
         parts = urlsplit(url)
-        scheme = parts.scheme.lower()
-        proxy = choose_proxy(parts, settings, self.environment)
-        context = (settings.context or default_tls_context()) if scheme == "https" else None
-        return Route(scheme, parts.hostname, parts.port or DEFAULT_PORTS[scheme], context,
-                     *proxy_parts(proxy, scheme))
+        key = (parts.scheme, parts.netloc, settings.proxy, settings.noproxy, settings.context)
+        route = self.routes.get(key)
+        if route is None:
+            scheme = parts.scheme
+            proxy = choose_proxy(parts, settings, self.environment)
+            context = (settings.context or default_tls_context()) if scheme == "https" else None
+            route = Route(scheme, parts.hostname, parts.port or DEFAULT_PORTS[scheme], context,
+                          *proxy_parts(proxy, scheme))
+            if len(self.routes) >= MAX_ROUTES:
+                self.routes.clear()
+            self.routes[key] = route
+        return route
 
     def close(self):
         """Close every kept connection."""
