@@ -432,6 +432,8 @@ CURL_LINES = lines(
     "-fsSL -o report.csv '$URL/redirect/302?to=/files/report.csv'",
     "-sSo out.txt $URL/echo",
     "-sopage.txt $URL/echo",
+    "-s -o missing/out.txt $URL/echo",
+    "-s '$URL/echo?q=a b'",
     "$URL/echo -s",
     # methods
     "-s -X DELETE $URL/echo/1",
@@ -446,6 +448,8 @@ CURL_LINES = lines(
     *["-sL -X PUT -d a=1 $URL/redirect/%d" % code for code in REDIRECTS],
     "-sL -X POST -d a=1 $URL/redirect/302",
     "-sL -I $URL/redirect/301",
+    "-sL '$URL/redirect/302?to=../echo'",
+    "-sL -H 'Cookie: a=1' -H 'X-Test: 1' '$URL/redirect/302?to=$OTHER/echo'",
     "-sL --max-redirs 3 $URL/loop",
     "-sL $URL/loop",
     "-sL --max-redirs 0 $URL/redirect/301",
@@ -459,6 +463,8 @@ CURL_LINES = lines(
     "-sI $URL/echo",
     "-si $URL/echo",
     "-si $URL/custom",
+    "-s -I -o head.txt $URL/echo",
+    "-s -i -o both.txt $URL/echo",
     "-s $URL/custom",
     "-s $URL/gzip",
     "-s --compressed $URL/gzip",
@@ -486,11 +492,13 @@ CURL_LINES = lines(
     "-s --data-raw @data.txt $URL/echo",
     "-s --data-urlencode 'name=Ada Lovelace&co' $URL/echo",
     "-s --data-urlencode '=a b+c' $URL/echo",
+    "-s --data-urlencode 'name=Zoë a=b' $URL/echo",
     "-s --data-urlencode name@data.txt $URL/echo",
     "-s --data-urlencode @data.txt $URL/echo",
     "-s --data-urlencode a=1 -d b=2 $URL/echo",
     "-s --json '{\"name\": \"Ada\"}' $URL/echo",
     "-s --json @body.json $URL/echo",
+    "-s --json '{}' -H 'Accept: text/plain' $URL/echo",
     "-s -F name=Ada -F role=admin $URL/echo",
     "-s -F doc=@doc.txt $URL/echo",
     "-s -F 'doc=<doc.txt' $URL/echo",
@@ -499,6 +507,7 @@ CURL_LINES = lines(
     piped("-s -F note=@- $URL/echo", b"piped note\n"),
     "-s -T doc.txt $URL/upload/doc.txt",
     "-s -T doc.txt $URL/upload/",
+    "-s -T doc.txt -X POST $URL/upload/posted",
     "-s -T missing.txt $URL/upload/",
     piped("-s -T - $URL/upload/piped", b"streamed\nfrom stdin\n"),
     "-s -G -d q=ada -d limit=5 $URL/echo",
@@ -508,6 +517,7 @@ CURL_LINES = lines(
     "-s -e https://example.com/from $URL/echo",
     "-s -u ada:pw $URL/echo",
     "-s -u 'ada:p@ss:word' $URL/echo",
+    "-s -u ada: $URL/echo",
     "-s http://ada:pw@127.0.0.2:$OTHER_PORT/echo",
     "-s -b a=1 -b b=2 $URL/echo",
     "-s -b 'a=1; b=2' $URL/echo",
@@ -542,9 +552,11 @@ CURL_LINES = lines(
     "-s -m 0.5 -o drip.txt -w '%{http_code} %{exitcode}' $URL/drip",
     "-s --connect-timeout 5 $URL/echo",
     "-s --retry 1 --retry-delay 1 $URL/flaky",
+    "-s --retry 2 $URL/status/404",
     # ranges and names from the URL
     "-s -C - -o partial.bin $URL/files/data.bin",
     "-s -r 0-9 $URL/files/data.bin",
+    "-s -r 4090- $URL/files/data.bin",
     "-s -O $URL/files/report.csv",
     "-s -O '$URL/files/report.csv?version=2'",
     "-s -C - -o report.csv $URL/files/report.csv",
@@ -567,18 +579,19 @@ def ran(curl, request, tmp_path_factory):
     free = queue.Queue()
     for _ in range(WORKERS):
         free.put((start_servers(), start_servers()))
+    folder = tmp_path_factory.mktemp("lines")  # made here: mktemp is not safe in threads
     with concurrent.futures.ThreadPoolExecutor(WORKERS) as pool:
-        yield {line: pool.submit(run_beside_curl, curl, line, free, tmp_path_factory)
-               for line in chosen}
+        yield {line: pool.submit(run_beside_curl, curl, line, free, folder / str(number))
+               for number, line in enumerate(chosen)}
     while not free.empty():
         for servers in free.get():
             stop_servers(servers)
 
 
-def run_beside_curl(curl, line, free, tmp_path_factory):
-    """Run the line (line, stdin) with curl and with the client at once; what each did."""
-    (line, stdin), folder = line, tmp_path_factory.mktemp("line")
-    servers = free.get()
+def run_beside_curl(curl, line, free, folder):
+    """Run the line (line, stdin) with curl and with the client at once, in two folders
+    under folder; what each did."""
+    (line, stdin), servers = line, free.get()
     try:
         folders = str(folder / "curl"), str(folder / "client")
         started = [start_line(program, line, where, place)
