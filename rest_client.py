@@ -621,14 +621,10 @@ def ended(reply, received):
 
 
 def read_piece(reply, connection, deadline, size=CHUNK_SIZE):
-    """What has arrived of the body, up to size bytes (b"" at its end), before the deadline
-    (a server that drips a byte at a time cannot stretch the exchange past it)."""
-    remaining = deadline - time.monotonic()
-    if remaining <= 0:
-        raise socket.timeout("timed out")
-    sock = connection.sock
-    if sock is not None and sock.gettimeout() - remaining > 0.05:
-        sock.settimeout(remaining)  # a system call: only once the time left has shrunk
+    """What has arrived of the body, up to size bytes (b"" at its end), before the
+    deadline."""
+    if connection.sock is not None:  # None once a reply that ends its connection is in
+        keep_within(connection.sock, deadline)
     try:
         return reply.read1(size)
     except http.client.IncompleteRead as error:
@@ -941,19 +937,15 @@ def or_close(connection, work, *arguments):
 
 def send_request(connection, method, target, headers, body, deadline, trace):
     """Write the request's head and body, and read the reply's head."""
-    remaining = deadline - time.monotonic()
-    if remaining <= 0:
-        raise socket.timeout("timed out")
-    connection.timeout = min(remaining, connection.connect_timeout or remaining)
-    sock = connection.sock
-    if sock is not None and abs(sock.gettimeout() - remaining) > 0.05:
-        sock.settimeout(remaining)  # a system call: only when it changes
     connection.trace = trace
     if connection.sock is None:
+        remaining = time_left(deadline)
+        connection.timeout = min(remaining, connection.connect_timeout or remaining)
         try:
             connection.connect()
         except ProxyRefused as refusal:  # the proxy's answer to the CONNECT is the reply
             return refusal.reply
+    keep_within(connection.sock, deadline)
     connection.putrequest(method, target, skip_host=True, skip_accept_encoding=True)
     for name, value in headers.items():
         if value.__class__ is list:  # a header repeated on lines of its own
@@ -963,9 +955,24 @@ def send_request(connection, method, target, headers, body, deadline, trace):
             connection.putheader(name, value)
     chunked = headers.get("Transfer-Encoding") == "chunked"
     connection.endheaders(pieces_of(body), encode_chunked=chunked)
-    if connection.sock is not None and connection.sock.gettimeout() != remaining:
-        connection.sock.settimeout(max(deadline - time.monotonic(), 0.001))
     return connection.getresponse()
+
+
+def time_left(deadline):
+    """Seconds until the deadline; socket.timeout once it has passed."""
+    remaining = deadline - time.monotonic()
+    if remaining <= 0:
+        raise socket.timeout("timed out")
+    return remaining
+
+
+def keep_within(sock, deadline):
+    """Let the socket wait no longer than the time left, so that a server that drips a
+    byte at a time cannot stretch the exchange past it (settimeout is a system call: only
+    once the time left differs by more than 50 ms)."""
+    remaining = time_left(deadline)
+    if abs(sock.gettimeout() - remaining) > 0.05:
+        sock.settimeout(remaining)
 
 
 def pieces_of(body):
@@ -2154,6 +2161,8 @@ class CurlTransfer:
             raise CurlUsage("give one URL" if not line["urls"] else "give one URL only")
         url = line["urls"][0][1] if isinstance(line["urls"][0], tuple) else line["urls"][0]
         self.url = url if "://" in url else "http://" + url  # curl's guess
+        if any(character.isspace() or ord(character) < 32 for character in url):
+            raise CurlUsage("URL rejected: Malformed input to a URL function", 3)
         self.headers, self.body = curl_headers(line), curl_body(line)
         self.method = curl_method(line, self.body)
         if line.get("get") and self.body is not None:
@@ -2293,8 +2302,14 @@ def curl_headers(line):
     cookies = [value for _, value in line["cookies"] if "=" in value]
     if cookies:
         headers["cookie"] = ("Cookie", ";".join(cookies))  # as curl joins them
-    pairs, given = list(headers.values()), set()
-    for _, text in line["headers"]:
+    return with_given_headers(list(headers.values()), line["headers"])
+
+
+def with_given_headers(pairs, given_headers):
+    """The headers with -H's: each replaces curl's own of its name, "Name:" removes one,
+    "Name;" sends it empty, and a name given twice goes on two lines."""
+    given = set()
+    for _, text in given_headers:
         name, colon, value = text.partition(":")
         if not colon and text.endswith(";"):
             name, value = text[:-1], ""
@@ -2319,20 +2334,27 @@ def curl_body(line):
         return None
     if len(line["data"]) == 1 and not line.get("get"):
         name, value = line["data"][0]
-        if name in ("--data-binary", "--json") and value.startswith("@") and value != "@-":
+        if name in ("--data-binary", "--json") and value.startswith("@") and value != "@-" and (
+                os.access(value[1:], os.R_OK)):
             return upload_file(value[1:])
-    return b"&".join(data_part(name, value) for name, value in line["data"])
+    return b"&".join(data_part(name, value, line) for name, value in line["data"])
 
 
-def data_part(name, value):
-    """The bytes one data option adds, as curl reads it."""
+def data_part(name, value, line):
+    """The bytes one data option adds, as curl reads it (a file it cannot read adds
+    nothing, with a warning, as curl's does)."""
     if name == "--data-raw":
         return value.encode("utf-8")
     if name == "--data-urlencode":
         return urlencoded_part(value)
     if not value.startswith("@"):
         return value.encode("utf-8")
-    data = read_input(value[1:])
+    try:
+        data = read_input(value[1:])
+    except CurlUsage as problem:
+        if not line.get("silent"):
+            print("rest_client: warning: %s; the data is empty" % problem, file=sys.stderr)
+        return b""
     if name in ("-d", "--data", "--data-ascii"):
         data = data.replace(b"\r", b"").replace(b"\n", b"")  # curl drops line ends
     return data
@@ -2481,7 +2503,7 @@ class CurlOutput(Download):
             if not name:
                 raise CurlUsage("-O: the URL names no file", 23)
         super().__init__(sys.stdout.buffer if name in (None, "-") else name)
-        self.line, self.opened = line, False
+        self.line, self.opened, self.last_head, self.hops = line, False, None, -1
         self.heads = line.get("include") or line.get("head")
         self.append = line.get("continue_at") is not None
         self.save_errors = not line.get("fail")
@@ -2507,13 +2529,16 @@ class CurlOutput(Download):
 
     def again(self):
         """Before a retry: a regular file starts empty again, as curl's does."""
+        self.last_head, self.hops = None, -1
         if self.opened and self.is_path and not self.append and S_ISREG(
                 os.fstat(self.file.fileno()).st_mode):
             self.file.seek(0)
             self.file.truncate()
 
     def head(self, response):
-        """With -i or -I, write each reply's head, as it came, before its body."""
+        """With -i or -I, write each reply's head, as it came, before its body; remember
+        the last, for -w after a failure."""
+        self.last_head, self.hops = response, self.hops + 1
         if self.heads and not response.from_proxy:
             lines = list(head_lines(response)) + [""]
             self.write_bytes(("\r\n".join(lines) + "\r\n").encode("latin-1"))
@@ -2545,9 +2570,9 @@ class CurlOutput(Download):
 
     def close(self):
         """Close the file, if one was opened; flush stdout."""
-        if self.opened and self.is_path:
+        if self.file is not None and self.is_path:
             self.file.close()
-        elif self.opened:
+        elif self.file is not None:
             self.file.flush()
         if self.progress:
             self.progress.end()
@@ -2600,7 +2625,11 @@ def written_out(format_text, response, transfer, status, message, elapsed):
 
 
 def write_out_values(response, transfer, status, message, elapsed):
-    """The values -w's variables name, for this transfer."""
+    """The values -w's variables name, for this transfer (after a failure, for the last
+    reply whose head came)."""
+    if response is None and transfer.output.last_head is not None:
+        response = transfer.output.last_head
+        response.redirects = transfer.output.hops
     code = response.status_code if response is not None else 0
     location = response.headers.first("Location", "") if response is not None else ""
     return {"http_code": "%03d" % code, "response_code": "%03d" % code,
