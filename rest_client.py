@@ -1837,14 +1837,32 @@ def send_options(options):
 
 def save_target(options):
     """Where the body goes as it arrives: the -o file; or stdout, when that is a file or a
-    pipe (a terminal sees only text), no -i head must go first, and no retry could write it
-    twice. None: the body is printed once it is whole."""
+    pipe (a terminal sees only text) and no retry could write it twice, after the head
+    with -i. None: the body is printed once it is whole."""
     if options.output not in (None, "-"):
         return options.output
-    if options.output is None and not (options.include or options.retry
-                                       or sys.stdout.isatty()):
-        return sys.stdout.buffer
+    if options.output is None and not (options.retry or sys.stdout.isatty()):
+        return HeadFirst(sys.stdout.buffer) if options.include else sys.stdout.buffer
     return None
+
+
+class HeadFirst(Download):
+    """stdout for -i: the answer's head (not a redirect's that was followed) goes just
+    before its body, which is written as it arrives."""
+
+    answer = None
+
+    def head(self, response):
+        """Note the latest head: the last one before the body is the answer's."""
+        self.answer = response
+
+    def write(self, data):
+        """Write the answer's head once, then the body."""
+        if self.answer is not None:
+            lines = "".join(line + "\n" for line in head_lines(self.answer)) + "\n"
+            self.answer = None
+            self.target.write(lines.encode("latin-1", "replace"))
+        super().write(data)
 
 
 def context_from(options):
@@ -2030,7 +2048,8 @@ def report(options, keywords, response, error):
     if error is not None:
         print("rest_client: no reply: %s" % error, file=sys.stderr)
         return 3
-    if options.include:
+    if options.include and not (isinstance(keywords["save_to"], HeadFirst)
+                                and response.saved_to is not None):
         print_head(response)
     if response.saved_to is None and not isinstance(keywords["save_to"], str):
         print_body(response, binary_too=options.output == "-")

@@ -1417,6 +1417,22 @@ def test_cli_streams_a_large_body_to_a_file_or_pipe_as_it_arrives(bulk, tmp_path
     assert os.path.getsize(target) == 64 * MIB
 
 
+def test_cli_include_streams_the_body_after_the_head(bulk, tmp_path):
+    """`rest_client.py GET URL -i > file` holds no more of the body than `-o file` does."""
+    target, url = str(tmp_path / "big.bin"), bulk.url + "/64"
+    with open(target, "wb") as stdout:
+        with_o = peak_memory_of_cli(stdout, "GET", url, "-o", str(tmp_path / "o.bin"))
+    with open(target, "wb") as stdout:
+        included = peak_memory_of_cli(stdout, "GET", url, "-i")
+    assert included < with_o + 8 * 1024  # KiB: the 64 MiB never sit in memory
+    with open(target, "rb") as file:
+        head = file.read(len(b"HTTP/1.1 200 OK\n"))
+        assert head == b"HTTP/1.1 200 OK\n"
+        rest = file.read(4096)
+    assert rest.split(b"\n\n", 1)[1].startswith(BulkServer.CHUNK[:100])
+    assert os.path.getsize(target) == 64 * MIB + len(head) + len(rest.split(b"\n\n")[0]) + 2
+
+
 def test_a_download_to_a_file_object_says_where_the_bytes_went(counting):
     server = counting(lambda number, request: answer(gzip.compress(BLOB), headers=[
         "Content-Encoding: gzip"]))
