@@ -627,9 +627,8 @@ def read_piece(reply, connection, deadline, size=CHUNK_SIZE):
         keep_within(connection.sock, deadline)
     try:
         return reply.read1(size)
-    except http.client.IncompleteRead as error:
-        raise ReplyCutShort("the reply ended after %d bytes, %d short of its length"
-                            % (len(error.partial), error.expected)) from None
+    except http.client.IncompleteRead:  # a chunked body that stopped before its last chunk
+        raise ReplyCutShort("the reply ended before its last chunk") from None
 
 
 # -- redirects and retries -----------------------------------------------------------------
@@ -2563,8 +2562,8 @@ class CurlOutput(Download):
             self.write_bytes(("\r\n".join(lines) + "\r\n").encode("latin-1"))
 
     def write(self, data):
-        """Add a piece of the body."""
-        if data:
+        """Add a piece of the body (none of a proxy's refusal of a tunnel: curl shows none)."""
+        if data and not (self.last_head is not None and self.last_head.from_proxy):
             self.write_bytes(data)
             self.size += len(data)
 

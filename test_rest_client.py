@@ -2629,3 +2629,33 @@ def test_cli_curl_form_verbose_shows_the_connect_the_tls_and_each_hop(proxy, tls
                for line in lines)
     assert "* following the 302 to %s/echo" % tls.url in lines
     assert lines.count("> GET /echo HTTP/1.1") == 1
+
+
+def test_cli_curl_form_keeps_what_came_of_a_transfer_cut_short(counting, tmp_path):
+    server = counting(lambda number, request: SHORT)
+    target = tmp_path / "x.bin"
+    result = run_cli("-sS", "-o", str(target), server.url + "/")
+    assert (result.returncode, target.read_bytes()) == (18, BLOB[:1000])
+    assert result.stderr == b"rest_client: (18) the reply ended after 1000 bytes, " \
+                            b"4000 short of its length\n"
+
+
+BROKEN_CHUNKS = (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nab", CLOSE)
+
+
+@pytest.mark.parametrize("reply, status", [(None, 52), (BROKEN_CHUNKS, 18)])
+def test_cli_curl_form_an_empty_or_broken_reply(counting, reply, status):
+    server = counting(lambda number, request: reply)  # None: closed without a word
+    result = run_cli("-s", server.url + "/")
+    assert result.returncode == status
+
+
+def test_cli_curl_form_tls_trouble_has_curls_statuses(scripted, tls, pki, proxy, tmp_path):
+    https_to_plain = "https://127.0.0.1:%d/" % scripted.server_address[1]
+    assert run_cli("-s", https_to_plain).returncode == 35  # a handshake with no TLS server
+    assert run_cli("-s", tls.url + "/echo").returncode == 60  # an issuer not trusted
+    missing = str(tmp_path / "missing.pem")
+    assert run_cli("-s", "--cert", missing, tls.url + "/echo").returncode == 58
+    rest_client.close()
+    refused = run_cli("-s", "-x", proxy.url, "--cacert", pki.ca_pem, tls.url + "/echo")
+    assert (refused.returncode, refused.stdout) == (56, b"")  # the proxy's 407 to CONNECT
