@@ -49,8 +49,11 @@ import time
 from collections import namedtuple
 from urllib.parse import quote, unquote, urlencode, urljoin, urlsplit, urlunsplit
 
-__all__ = ["Method", "Request", "Response", "Headers", "Client", "MultipartForm",
-           "UrlEncodedForm", "Upload", "send", "tls_context", "close", "main"]
+__all__ = ["Method", "Request", "Response", "Headers", "Client", "SAFE", "ALL", "MultipartForm",
+           "UrlEncodedForm", "Upload", "send", "tls_context", "close", "main", "TransferError",
+           "NameNotResolved", "CouldNotConnect", "Timeout", "TLSError", "UntrustedCertificate",
+           "ProxyError", "ProxyNotResolved", "TooManyRedirects", "EmptyReply", "ReceiveError",
+           "ReplyCutShort", "UndecodableReply"]
 
 DEFAULT_TIMEOUT = 30.0  # seconds
 MAX_REDIRECTS = 10
@@ -1636,8 +1639,32 @@ def head_lines(response):
 
 
 # ---------------------------------------------------------------------------------------
-# The command line
+# The command line: curl's own lines (below), and this client's first form, METHOD URL
 # ---------------------------------------------------------------------------------------
+
+def main(argv=None):
+    """Run the command line: curl's form, or this client's first one (METHOD URL ...);
+    return the exit status. Ctrl-C ends it with 130 and one line."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    try:
+        if first_form(argv):
+            return main_first_form(argv)
+        if argv in (["-h"], ["--help"]):
+            print(curl_usage())
+            return 0
+        return curl_main(argv)
+    except KeyboardInterrupt:
+        print("rest_client: interrupted", file=sys.stderr)
+        return 130
+
+
+def first_form(argv):
+    """Whether a command line is this client's first form: a method word, then a URL."""
+    return len(argv) >= 2 and TOKEN.fullmatch(argv[0]) is not None and argv[0].isupper() and (
+        not argv[1].startswith("-"))
+
+
+# -- the first form: METHOD URL [-H ...] [-q ...] [-d BODY | -j JSON] ... -----------------
 
 def bad_argument(message):
     """The error an argparse type gives for a value it cannot take."""
@@ -1709,7 +1736,7 @@ def parse_arguments(argv):
                         type=param_argument, help="a query parameter, URL-encoded (repeatable)")
     add_body_arguments(parser.add_mutually_exclusive_group())
     parser.add_argument("--timeout", type=seconds_argument, default=DEFAULT_TIMEOUT,
-                        help="seconds to wait for the reply (default: %(default)s)")
+                        help="seconds the whole exchange may take (default: %(default)s)")
     parser.add_argument("--retry", type=count_argument, default=0, metavar="N",
                         help="send a GET, HEAD, PUT, DELETE or OPTIONS again, up to N times, "
                              "while no reply comes or it is 429 or 503 (default: 0)")
@@ -1990,28 +2017,6 @@ def show(line):
     print(line, file=sys.stderr)
 
 
-def main(argv=None):
-    """Run the command line: curl's form, or this client's first one (METHOD URL ...);
-    return the exit status. Ctrl-C ends it with 130 and one line."""
-    argv = sys.argv[1:] if argv is None else list(argv)
-    try:
-        if first_form(argv):
-            return main_first_form(argv)
-        if argv in (["-h"], ["--help"]):
-            print(__doc__)
-            return 0
-        return curl_main(argv)
-    except KeyboardInterrupt:
-        print("rest_client: interrupted", file=sys.stderr)
-        return 130
-
-
-def first_form(argv):
-    """Whether a command line is this client's first form: a method word, then a URL."""
-    return len(argv) >= 2 and TOKEN.fullmatch(argv[0]) is not None and argv[0].isupper() and (
-        not argv[1].startswith("-"))
-
-
 def main_first_form(argv):
     """Run METHOD URL ...; the exit status: 0 for a reply, 1 for a 4xx or 5xx under --fail,
     2 for a mistake in the command (argparse's too), 3 when no reply came."""
@@ -2065,9 +2070,7 @@ def save_cookies(jar, path):
 
 
 
-# ---------------------------------------------------------------------------------------
-# The command line, curl's form: curl's own lines, with curl's meaning and exit statuses
-# ---------------------------------------------------------------------------------------
+# -- curl's form: curl's own lines, with curl's meaning and exit statuses -------------------
 
 # Each option: its names, whether it takes a value, and where it goes (a list: repeatable).
 CURL_OPTIONS = [
@@ -2153,6 +2156,15 @@ def take_option(line, name, words, attached):
         line[dest[:-2]].append((name, value))
     else:
         line[dest] = value
+
+
+def curl_usage():
+    """What --help prints: both forms, and the curl options the curl form takes."""
+    names = [" ".join(names.split()) + (" <value>" if takes_value else "")
+             for names, takes_value, _ in CURL_OPTIONS]
+    return ("Usage: python rest_client.py [options...] URL        (curl's options, as curl "
+            "reads them)\n       python rest_client.py METHOD URL [options...] (see "
+            "python rest_client.py GET x --help)\n\nOptions:\n  " + "\n  ".join(names))
 
 
 def curl_main(argv):
