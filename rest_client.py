@@ -313,7 +313,7 @@ class Client:
             connection.close()
             raise
         self.pool.done(route, connection, reply)
-        return with_body(response, raw, outgoing, streamed)
+        return with_body(response, raw)
 
     def read_body(self, reply, connection, outgoing, download, deadline):
         """The reply's body, decoded as the request asked, or b"" once written to download."""
@@ -581,7 +581,7 @@ def response_head(reply, url):
     return response
 
 
-def with_body(head, raw, outgoing, streamed):
+def with_body(head, raw):
     """The Response with its body: the bytes, and the text in the charset it names."""
     charset = charset_of(head.headers.first("Content-Type")) or "utf-8"
     try:
@@ -590,7 +590,7 @@ def with_body(head, raw, outgoing, streamed):
         text = raw.decode("utf-8", errors="replace")
     response = Response(head.status_code, text, head.headers)
     response.__dict__.update(head.__dict__)
-    response.content, response.streamed = raw, streamed
+    response.content = raw
     return response
 
 
