@@ -2534,6 +2534,7 @@ class CurlOutput(Download):
                 raise CurlUsage("-O: the URL names no file", 23)
         super().__init__(sys.stdout.buffer if name in (None, "-") else name)
         self.line, self.opened, self.last_head, self.hops = line, False, None, -1
+        self.guard_terminal = name is None and sys.stdout.isatty()  # "-o -" says go ahead
         self.heads = line.get("include") or line.get("head")
         self.append = line.get("continue_at") is not None
         self.save_errors = not line.get("fail")
@@ -2576,6 +2577,9 @@ class CurlOutput(Download):
     def write(self, data):
         """Add a piece of the body (none of a proxy's refusal of a tunnel: curl shows none)."""
         if data and not (self.last_head is not None and self.last_head.from_proxy):
+            if self.guard_terminal and b"\0" in data:
+                raise WriteError('binary output can mess up your terminal: use "-o -" to '
+                                 'have it there anyway, or "-o FILE" to save it')
             self.write_bytes(data)
             self.size += len(data)
 

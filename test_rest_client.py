@@ -2659,3 +2659,13 @@ def test_cli_curl_form_tls_trouble_has_curls_statuses(scripted, tls, pki, proxy,
     rest_client.close()
     refused = run_cli("-s", "-x", proxy.url, "--cacert", pki.ca_pem, tls.url + "/echo")
     assert (refused.returncode, refused.stdout) == (56, b"")  # the proxy's 407 to CONNECT
+
+
+def test_cli_curl_form_keeps_binary_output_off_a_terminal(counting):
+    server = blob_server(counting)
+    status, shown, stderr = on_terminal(["-sS", server.url + "/blob.bin"])
+    assert (status, shown) == (23, b"")
+    assert stderr == (b'rest_client: (23) binary output can mess up your terminal: use "-o -" '
+                      b'to have it there anyway, or "-o FILE" to save it\n')
+    status, shown, stderr = on_terminal(["-s", "-o", "-", server.url + "/blob.bin"])
+    assert (status, stderr) == (0, b"") and len(shown) >= len(BLOB)
