@@ -290,12 +290,7 @@ class Client:
         """Send one request and read its reply: the body in memory, or for a 2xx that
         goes to a download, written there as it arrives."""
         route = self.route(outgoing.url, settings)
-        headers = dict(outgoing.headers)
-        if settings.cookies is not None:
-            add_cookies(settings.cookies, outgoing, headers)
-        if route.proxy_authorization and not route.tunnel:  # for the proxy, not the host
-            headers["Proxy-Authorization"] = route.proxy_authorization
-        target = outgoing.url if route.proxy and not route.tunnel else request_target(outgoing.url)
+        target, headers = head_for(outgoing, route, settings)
         reply, connection = self.pool.start(route, outgoing.method, target, headers,
                                             outgoing.body, deadline, settings, trace)
         response = response_head(reply, outgoing.url)
@@ -564,6 +559,19 @@ def file_size(body):
 def S_ISREG(mode):
     """Whether a file's mode is a regular file's (stat.S_ISREG, without importing stat)."""
     return mode & 0o170000 == 0o100000
+
+
+def head_for(outgoing, route, settings):
+    """The request target and headers for this hop: the jar's cookies for its URL, and to
+    a proxy (not through its tunnel) the whole URL and the proxy's credentials."""
+    headers = dict(outgoing.headers)
+    if settings.cookies is not None:
+        add_cookies(settings.cookies, outgoing, headers)
+    if route.proxy and not route.tunnel:  # RFC 9112 §3.2.2: the absolute form, to a proxy
+        if route.proxy_authorization:
+            headers["Proxy-Authorization"] = route.proxy_authorization
+        return outgoing.url, headers
+    return request_target(outgoing.url), headers
 
 
 # -- the reply -----------------------------------------------------------------------------
@@ -2187,22 +2195,14 @@ class CurlTransfer:
     def __init__(self, line):
         self.line = line
         self.silent = line.get("silent") and not line.get("show_error")
-        if len(line["urls"]) != 1:
-            raise CurlUsage("give one URL" if not line["urls"] else "give one URL only")
-        url = line["urls"][0][1] if isinstance(line["urls"][0], tuple) else line["urls"][0]
-        self.url = url if "://" in url else "http://" + url  # curl's guess
-        if any(character.isspace() or ord(character) < 32 for character in url):
-            raise CurlUsage("URL rejected: Malformed input to a URL function", 3)
         self.headers, self.body = curl_headers(line), curl_body(line)
         self.method = curl_method(line, self.body)
-        if line.get("get") and self.body is not None:
+        self.url = curl_url(line)
+        if line.get("get") and self.body is not None:  # -G: the data goes in the query
             self.url, self.body = with_query(self.url, self.body), None
-        if line.get("upload") and self.url.endswith("/"):
+        if line.get("upload") and self.url.endswith("/"):  # -T file URL/: the file's name
             self.url += quote(os.path.basename(line["upload"]))
-        settings = curl_settings(line, self.url)
-        if line.get("method"):  # -X names the method alone; the body goes by curl's own
-            settings["keep_method"] = curl_method(dict(line, method=None), self.body)
-        self.client = Client(**settings)
+        self.client = Client(**curl_settings(line, self.body))
         self.output = CurlOutput(line, self.url)
         self.headers += [header for header in [resume_headers(line, self.output)] if header]
 
@@ -2216,25 +2216,27 @@ class CurlTransfer:
     def run(self):
         """Send the request (again, as --retry says), write the reply; the exit status."""
         started = time.monotonic()
-        trace = CurlTrace() if self.line.get("verbose") else None
         if self.line.get("insecure") and not self.line.get("silent"):
             print("rest_client: warning: -k: the server's certificate is not checked",
                   file=sys.stderr)
         try:
-            for attempt in itertools.count():
-                response, error = self.client.send(self.request(), trace=trace,
-                                                   save_to=self.output,
-                                                   save_errors=not self.line.get("fail"))
-                wait = self.retry_wait(response, error, attempt, started)
-                if wait is None:
-                    break
-                self.say("Will retry in %g seconds. %d retries left."
-                         % (wait, self.retries() - attempt - 1))
-                time.sleep(wait)
-                self.output.again()
+            response, error = self.send(started)
         finally:
             self.output.close()
         return self.finish(response, error, time.monotonic() - started)
+
+    def send(self, started):
+        """Send the request, and again while --retry's rules say so; the last result."""
+        trace = CurlTrace() if self.line.get("verbose") else None
+        for attempt in itertools.count():
+            response, error = self.client.send(self.request(), trace=trace, save_to=self.output)
+            wait = self.retry_wait(response, error, attempt, started)
+            if wait is None:
+                return response, error
+            self.say("Will retry in %g seconds. %d retries left."
+                     % (wait, self.retries() - attempt - 1))
+            time.sleep(wait)
+            self.output.again()
 
     def retries(self):
         """How many times --retry says a request may be sent again."""
@@ -2446,12 +2448,23 @@ def form_part(text):
     return name, Upload(path, named.get("type"), named.get("filename"))
 
 
+def curl_url(line):
+    """The one URL of the line, http:// when it names no scheme (as curl guesses); exit 3
+    for one with a space or a control character, as curl's."""
+    if len(line["urls"]) != 1:
+        raise CurlUsage("give one URL" if not line["urls"] else "give one URL only")
+    url = line["urls"][0][1] if isinstance(line["urls"][0], tuple) else line["urls"][0]
+    if any(character.isspace() or ord(character) < 32 for character in url):
+        raise CurlUsage("URL rejected: Malformed input to a URL function", 3)
+    return url if "://" in url else "http://" + url
+
+
 def with_query(url, body):
     """-G: the data appended to the URL's query."""
     return url + ("&" if "?" in url else "?") + body.decode("latin-1")
 
 
-def curl_settings(line, url):
+def curl_settings(line, body):
     """The Client's settings that curl's options give."""
     settings = {"follow_redirects": ALL if line.get("location") else None,
                 "max_redirects": curl_count(line, "max_redirs", 50),
@@ -2461,6 +2474,19 @@ def curl_settings(line, url):
                 "connect_timeout": curl_seconds(line, "connect_timeout", 0) or 300,
                 "proxy": line.get("proxy"), "noproxy": line.get("noproxy"),
                 "context": curl_tls(line)}
+    if line.get("method"):  # -X names the method alone; the body goes by curl's own rules
+        settings["keep_method"] = curl_method(dict(line, method=None), body)
+    settings.update(curl_credentials(line))
+    files = [value for _, value in line["cookies"] if "=" not in value]
+    if files or line.get("jar"):
+        settings["cookies"] = read_cookie_files(files)
+    return settings
+
+
+def curl_credentials(line):
+    """The settings -u (asking for the password when it has none, as curl does), --netrc
+    and --netrc-file give."""
+    settings = {}
     if line.get("user") is not None:
         user, colon, password = line["user"].partition(":")
         if not colon:
@@ -2471,9 +2497,6 @@ def curl_settings(line, url):
         settings["netrc"] = line["netrc_file"]
     elif line.get("netrc"):  # curl 7.88 reads ~/.netrc, whatever NETRC says
         settings["netrc"] = os.path.join(os.path.expanduser("~"), ".netrc")
-    files = [value for _, value in line["cookies"] if "=" not in value]
-    if files or line.get("jar"):
-        settings["cookies"] = read_cookie_files(files)
     return settings
 
 
