@@ -2687,7 +2687,7 @@ def write_out_values(response, transfer, status, message, elapsed):
     if response is None and transfer.output.last_head is not None:
         response = transfer.output.last_head
         response.redirects = transfer.output.hops
-    code = response.status_code if response is not None else 0
+    code = response.status_code if response is not None and not response.from_proxy else 0
     location = response.headers.first("Location", "") if response is not None else ""
     return {"http_code": "%03d" % code, "response_code": "%03d" % code,
             "size_download": transfer.output.size, "time_total": "%.6f" % elapsed,

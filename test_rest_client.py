@@ -2659,6 +2659,9 @@ def test_cli_curl_form_tls_trouble_has_curls_statuses(scripted, tls, pki, proxy,
     rest_client.close()
     refused = run_cli("-s", "-x", proxy.url, "--cacert", pki.ca_pem, tls.url + "/echo")
     assert (refused.returncode, refused.stdout) == (56, b"")  # the proxy's 407 to CONNECT
+    refused = run_cli("-s", "-x", proxy.url, "--cacert", pki.ca_pem, tls.url + "/echo",
+                      "-w", "%{http_code}")
+    assert (refused.returncode, refused.stdout) == (56, b"000")  # no reply from the origin
 
 
 def test_cli_curl_form_keeps_binary_output_off_a_terminal(counting):
