@@ -368,6 +368,8 @@ def normal_output(line, data):
         data = re.sub(rb"\d+[.,]\d+", b"T", data)
     if "/drip" in line:  # how many bytes arrive before the deadline is the scheduler's
         data = re.sub(rb"x+", b"x...", data)
+    if "-c -" in line:  # a cookie jar on stdout: compared as a jar file is
+        data = normal_jar(data)
     return data
 
 
@@ -433,6 +435,7 @@ CURL_LINES = lines(
     "-sopage.txt $URL/echo",
     "-s -o missing/out.txt $URL/echo",
     "-s '$URL/echo?q=a b'",
+    "-s $URL/a/../echo/./1",
     "$URL/echo -s",
     # methods
     "-s -X DELETE $URL/echo/1",
@@ -451,6 +454,7 @@ CURL_LINES = lines(
     "-sL --max-redirs 3 $URL/loop",
     "-sL $URL/loop",
     "-sL --max-redirs 1 '$URL/redirect/302?to=/redirect/301'",
+    "-sL --max-redirs -1 $URL/redirect/302",
     "-sL -o out.txt -w '%{http_code} %{num_redirects}\\n' --max-redirs 2 $URL/loop",
     "-sfL '$URL/redirect/302?to=/status/404'",
     "-sL -u ada:pw '$URL/redirect/302?to=$OTHER/echo'",
@@ -490,9 +494,11 @@ CURL_LINES = lines(
     "-s -F doc=@doc.txt $URL/echo",
     "-s -F 'doc=<doc.txt' $URL/echo",
     "-s -F 'img=@body.bin;type=image/png' $URL/echo",
+    "-s -F 'name=Ada;type=text/x-name' -F data=@body.json $URL/echo",
     "-s -F doc=@missing.txt $URL/echo",
     piped("-s -F note=@- $URL/echo", b"piped note\n"),
     "-s -T doc.txt $URL/upload/",
+    "-s -T doc.txt '$URL/upload/?x=1'",
     "-s -T missing.txt $URL/upload/",
     piped("-s -T - $URL/upload/piped", b"streamed\nfrom stdin\n"),
     "-s -G -d q=ada -d limit=5 $URL/echo",
@@ -506,6 +512,7 @@ CURL_LINES = lines(
     "-s -b a=1 -b b=2 $URL/echo",
     "-s -b cookies.txt $URL/echo",
     "-s -c jar.txt $URL/cookies",
+    "-s -c - $URL/cookies",
     "-s -b cookies.txt -c jar.txt $URL/cookies",
     "-s --netrc-file netrc.txt $URL/echo",
     "-s -H 'X-Test: 1' -H 'Accept: application/xml' $URL/echo",
