@@ -428,8 +428,23 @@ def sendable_url(url):
     # Percent-encode what may not travel raw (spaces, non-ASCII), keeping existing escapes;
     # user info never travels in the request line (it becomes an Authorization header).
     return urlunsplit((parts.scheme.lower(), ascii_authority(parts),
-                       quote(parts.path, safe=URL_SAFE) or "/",
+                       quote(without_dot_segments(parts.path), safe=URL_SAFE) or "/",
                        quote(parts.query, safe=URL_SAFE), ""))
+
+
+def without_dot_segments(path):
+    """The path with its "." and ".." segments resolved (RFC 3986 §5.2.4), as browsers and
+    curl send it: /a/../b/./c is /b/c."""
+    if "/." not in path:
+        return path
+    kept = []
+    for segment in path.split("/")[1:]:
+        if segment == "..":
+            kept = kept[:-1]
+        elif segment != ".":
+            kept.append(segment)
+    ends_in_folder = path.endswith(("/.", "/.."))
+    return "/" + "/".join(kept) + ("/" if ends_in_folder and kept else "")
 
 
 def ascii_authority(parts):
@@ -1526,7 +1541,7 @@ Upload = namedtuple("Upload", "path content_type filename")
 Upload.__new__.__defaults__ = (None, None)
 Upload.__doc__ = """A file in a MultipartForm: its path (or its bytes themselves), and the
 content type (guessed from its name when None, none when "") and file name (the path's last
-part when None) that the part names."""
+part when None; none for bytes without one) that the part names."""
 
 
 def form_body(form, headers, has_type):
@@ -1574,14 +1589,14 @@ def part_head(boundary, name, value):
     """The boundary and headers that open a part: its field name, and a file's name and type."""
     disposition = 'form-data; name="%s"' % form_quoted(name)
     lines = ["--" + boundary]
-    if isinstance(value, Upload):
-        filename = os.path.basename(value.path) if value.filename is None else value.filename
-        lines.append('Content-Disposition: %s; filename="%s"' % (disposition,
-                                                                 form_quoted(filename)))
-        if value.content_type != "":
-            lines.append("Content-Type: " + (value.content_type or guessed_type(filename)))
-    else:
-        lines.append("Content-Disposition: " + disposition)
+    filename = value.filename if isinstance(value, Upload) else None
+    if isinstance(value, Upload) and filename is None and not isinstance(value.path, bytes):
+        filename = os.path.basename(value.path)
+    if filename is not None:
+        disposition += '; filename="%s"' % form_quoted(filename)
+    lines.append("Content-Disposition: " + disposition)
+    if isinstance(value, Upload) and value.content_type != "":
+        lines.append("Content-Type: " + (value.content_type or guessed_type(filename or "")))
     return ("\r\n".join(lines) + "\r\n\r\n").encode("utf-8")  # RFC 7578 §5.1.1: UTF-8 names
 
 
@@ -2200,8 +2215,8 @@ class CurlTransfer:
         self.url = curl_url(line)
         if line.get("get") and self.body is not None:  # -G: the data goes in the query
             self.url, self.body = with_query(self.url, self.body), None
-        if line.get("upload") and self.url.endswith("/"):  # -T file URL/: the file's name
-            self.url += quote(os.path.basename(line["upload"]))
+        if line.get("upload"):  # -T file URL/: the file's name ends the path
+            self.url = with_file_name(self.url, line["upload"])
         self.client = Client(**curl_settings(line, self.body))
         self.output = CurlOutput(line, self.url)
         self.headers += [header for header in [resume_headers(line, self.output)] if header]
@@ -2435,17 +2450,43 @@ def form_part(text):
     name, equals, value = text.partition("=")
     if not equals or not name:
         raise CurlUsage("-F takes name=value, name=@FILE or name=<FILE, not %r" % text)
-    if value.startswith("<"):
-        return name, read_input(value[1:])
-    if not value.startswith("@"):
-        return name, value
-    path, *parameters = value[1:].split(";")
-    named = dict(parameter.strip().partition("=")[::2] for parameter in parameters)
-    if path == "-":
+    kind = value[:1] if value[:1] in "<@" else ""
+    content, named = part_parameters(value[len(kind):])
+    if kind == "<" or (not kind and "type" in named):
+        text = read_input(content) if kind else content.encode("utf-8")
+        return name, Upload(text, named.get("type", ""), None)
+    if not kind:
+        return name, content
+    if content == "-":
         return name, Upload(read_input("-"), named.get("type", ""), named.get("filename", "-"))
-    if not os.access(path, os.R_OK):
-        raise CurlUsage("cannot read %s" % path, 26)
-    return name, Upload(path, named.get("type"), named.get("filename"))
+    if not os.access(content, os.R_OK):
+        raise CurlUsage("cannot read %s" % content, 26)
+    return name, Upload(content, named.get("type", curl_file_type(content)),
+                        named.get("filename"))
+
+
+def part_parameters(text):
+    """A -F value's content and its ;type= and ;filename= parameters, as curl reads them."""
+    named = {}
+    while True:
+        head, semicolon, tail = text.rpartition(";")
+        key, equals, argument = tail.strip().partition("=")
+        if not semicolon or not equals or key not in ("type", "filename"):
+            return text, named
+        named.setdefault(key, argument.strip('"'))
+        text = head
+
+
+CURL_FILE_TYPES = {".gif": "image/gif", ".jpg": "image/jpeg", ".jpeg": "image/jpeg",
+                   ".png": "image/png", ".svg": "image/svg+xml", ".txt": "text/plain",
+                   ".htm": "text/html", ".html": "text/html", ".pdf": "application/pdf",
+                   ".xml": "application/xml"}  # curl's own short list (lib/mime.c)
+
+
+def curl_file_type(path):
+    """The content type curl names for a file it uploads with -F, by its name."""
+    extension = os.path.splitext(path)[1].lower()
+    return CURL_FILE_TYPES.get(extension, "application/octet-stream")
 
 
 def curl_url(line):
@@ -2459,6 +2500,14 @@ def curl_url(line):
     return url if "://" in url else "http://" + url
 
 
+def with_file_name(url, path):
+    """-T's URL, the file's name added to a path that ends in a folder (URL/, URL/?q)."""
+    parts = urlsplit(url)
+    if not parts.path.endswith("/") or path == "-":
+        return url
+    return urlunsplit(parts._replace(path=parts.path + quote(os.path.basename(path))))
+
+
 def with_query(url, body):
     """-G: the data appended to the URL's query."""
     return url + ("&" if "?" in url else "?") + body.decode("latin-1")
@@ -2467,7 +2516,7 @@ def with_query(url, body):
 def curl_settings(line, body):
     """The Client's settings that curl's options give."""
     settings = {"follow_redirects": ALL if line.get("location") else None,
-                "max_redirects": curl_count(line, "max_redirs", 50),
+                "max_redirects": unlimited_if_negative(curl_count(line, "max_redirs", 50)),
                 "compressed": bool(
                     line.get("compressed")), "repeat_headers": True,
                 "timeout": curl_seconds(line, "max_time", 0) or 1e9,  # curl has no limit
@@ -2481,6 +2530,11 @@ def curl_settings(line, body):
     if files or line.get("jar"):
         settings["cookies"] = read_cookie_files(files)
     return settings
+
+
+def unlimited_if_negative(count):
+    """A limit where -1 means none, as --max-redirs -1 does."""
+    return count if count >= 0 else float("inf")
 
 
 def curl_credentials(line):
@@ -2735,6 +2789,9 @@ def save_cookie_file(jar, path):
                                 cookie.path, "TRUE" if cookie.secure else "FALSE",
                                 str(cookie.expires or 0), cookie.name, cookie.value or ""]))
     try:
+        if path == "-":
+            write_bytes(("\n".join(lines) + "\n").encode("utf-8"))
+            return
         with open(path, "w") as file:
             file.write("\n".join(lines) + "\n")
     except OSError as error:

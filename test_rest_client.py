@@ -2672,3 +2672,19 @@ def test_cli_curl_form_keeps_binary_output_off_a_terminal(counting):
                       b'to have it there anyway, or "-o FILE" to save it\n')
     status, shown, stderr = on_terminal(["-s", "-o", "-", server.url + "/blob.bin"])
     assert (status, stderr) == (0, b"") and len(shown) >= len(BLOB)
+
+
+def test_dot_segments_are_resolved_before_sending(scripted):
+    resp, err = send(Request("GET", scripted.url + "/a/../echo/./x/.."))
+    assert err is None and resp.json()["path"] == "/echo/"
+
+
+def test_cli_curl_form_form_parts_as_curl_sends_them(scripted, tmp_path):
+    (tmp_path / "a.json").write_bytes(b"{}")
+    result = run_cli("-s", "-F", "name=Ada;type=text/x-name", "-F",
+                     "data=@%s" % (tmp_path / "a.json"), scripted.url + "/echo")
+    assert result.returncode == 0
+    received = scripted.received[-1]
+    content_type = dict(received["headers"])["Content-Type"]
+    assert [part[:3] for part in read_multipart(content_type, received["body"])] == [
+        ("name", None, "text/x-name"), ("data", "a.json", "application/octet-stream")]
