@@ -276,14 +276,17 @@ INPUTS = {
 Transfer = collections.namedtuple("Transfer", "status stdout files wire stderr")
 
 
+# The environment lines run in: no proxy, no API_KEY and no ~/.curlrc or ~/.netrc of the
+# machine's, so only the line decides. Taken once here: pytest changes os.environ
+# (PYTEST_CURRENT_TEST) while the lines' threads would read it.
+ENVIRONMENT = dict({name: value for name, value in os.environ.items()
+                    if "proxy" not in name.lower() and name != "API_KEY"},
+                   HOME=os.path.join(tempfile.gettempdir(), "no-such-home"))
+
+
 def environment(**added):
-    """The environment a line runs in: no proxy, no API_KEY and no ~/.curlrc or ~/.netrc
-    of the machine's, so only the line decides."""
-    env = {name: value for name, value in os.environ.items()
-           if "proxy" not in name.lower() and name != "API_KEY"}
-    env["HOME"] = os.path.join(tempfile.gettempdir(), "no-such-home")
-    env.update(added)
-    return env
+    """ENVIRONMENT with added."""
+    return dict(ENVIRONMENT, **added)
 
 
 def run_line(program, line, servers, folder, stdin=b"", env=None):
