@@ -2220,6 +2220,8 @@ class CurlTransfer:
         self.client = Client(**curl_settings(line, self.body))
         self.output = CurlOutput(line, self.url)
         self.headers += [header for header in [resume_headers(line, self.output)] if header]
+        if self.body is None:  # curl -X POST without data says no Content-Length
+            self.headers.append(("Content-Length", None))
 
     def request(self):
         """The request, its streamed body (a file) read from the start."""

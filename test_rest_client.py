@@ -2688,3 +2688,9 @@ def test_cli_curl_form_form_parts_as_curl_sends_them(scripted, tmp_path):
     content_type = dict(received["headers"])["Content-Type"]
     assert [part[:3] for part in read_multipart(content_type, received["body"])] == [
         ("name", None, "text/x-name"), ("data", "a.json", "application/octet-stream")]
+
+
+def test_cli_curl_form_a_post_without_data_has_no_length(counting):
+    server = counting(lambda number, request: answer())
+    assert run_cli("-s", "-X", "POST", server.url + "/").returncode == 0
+    assert "content-length" not in server.requests[-1]["headers"]
