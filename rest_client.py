@@ -28,8 +28,9 @@ CouldNotConnect, Timeout, TLSError, ProxyError, TooManyRedirects, ReplyCutShort,
 
 After the plain client, one part per concern: kept connections, downloads, content
 codings, TLS, proxies, credentials, cookies, forms, showing the exchange, and the command
-line, which takes curl's own command lines (python rest_client.py -fsSL URL -o file) as
-well as this client's first form:
+line, which takes curl's own command lines (python rest_client.py -fsSL URL -o file), with
+curl's meaning and exit statuses, as well as this client's first form, METHOD URL, where
+API_KEY in the environment becomes a Bearer token (a curl line reads no API_KEY):
 
     python rest_client.py GET http://127.0.0.1:8000/users -q limit=5 -i
     python rest_client.py POST http://127.0.0.1:8000/users -H "X-Test: 1" \\
