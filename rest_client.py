@@ -2128,6 +2128,8 @@ OPTION_NAMES = {name: (takes_value, dest) for names, takes_value, dest in CURL_O
                 for name in names.split()}
 CURL_ACCEPT = "*/*"
 RETRIED_STATUSES = (408, 429, 500, 502, 503, 504)  # curl's "transient" replies
+NO_TIME_LIMIT = 864000.0  # curl has none; ten days is as good (PyPy's TLS sockets take
+# a timeout in 32-bit milliseconds)
 FORM_TYPE = "application/x-www-form-urlencoded"
 
 
@@ -2522,7 +2524,7 @@ def curl_settings(line, body):
                 "max_redirects": unlimited_if_negative(curl_count(line, "max_redirs", 50)),
                 "compressed": bool(
                     line.get("compressed")), "repeat_headers": True,
-                "timeout": curl_seconds(line, "max_time", 0) or 1e9,  # curl has no limit
+                "timeout": curl_seconds(line, "max_time", 0) or NO_TIME_LIMIT,
                 "connect_timeout": curl_seconds(line, "connect_timeout", 0) or 300,
                 "proxy": line.get("proxy"), "noproxy": line.get("noproxy"),
                 "context": curl_tls(line)}
