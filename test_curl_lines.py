@@ -465,6 +465,7 @@ CURL_LINES = lines(
     "'$URL/redirect/302?to=$OTHER/echo'",
     # what comes back
     "-sI $URL/echo",
+    "-sI -X GET $URL/echo",
     "-si $URL/echo",
     "-si $URL/custom",
     "-s -i -o both.txt $URL/echo",
