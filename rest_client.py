@@ -246,7 +246,8 @@ class Client:
         method = str(request.method).upper()
         for attempt in itertools.count():
             response, error = self.send_once(request, settings, trace, download)
-            if attempt >= settings.retries or not worth_retrying(method, response, error):
+            if attempt >= settings.retries or not worth_retrying(method, response, error) or (
+                    spilled(download)):
                 return (response, error) if download is None else saved(response, error,
                                                                         download)
             wait = retry_wait(response, attempt)
@@ -711,6 +712,12 @@ def credentials_may_follow(url, new_url):
         return False
     ports = (old.port or DEFAULT_PORTS[old.scheme], new.port or DEFAULT_PORTS[new.scheme])
     return ports[0] == ports[1] or ports == (80, 443)
+
+
+def spilled(download):
+    """Whether part of a body went where a retry cannot take it back: a file object (a
+    pipe, say), not a path, whose file beside the target starts again."""
+    return download is not None and download.size > 0 and not download.is_path
 
 
 def worth_retrying(method, response, error):
@@ -1887,11 +1894,12 @@ def send_options(options):
 
 def save_target(options):
     """Where the body goes as it arrives: the -o file; or stdout, when that is a file or a
-    pipe (a terminal sees only text) and no retry could write it twice, after the head
-    with -i. None: the body is printed once it is whole."""
+    pipe (a terminal sees only text), after the head with -i (a body cut short there is
+    not sent again: what went out cannot be taken back). None: the body is printed once
+    it is whole."""
     if options.output not in (None, "-"):
         return options.output
-    if options.output is None and not (options.retry or sys.stdout.isatty()):
+    if options.output is None and not sys.stdout.isatty():
         return HeadFirst(sys.stdout.buffer) if options.include else sys.stdout.buffer
     return None
 

@@ -1430,6 +1430,25 @@ def test_cli_streams_a_large_body_to_a_file_or_pipe_as_it_arrives(bulk, tmp_path
     assert os.path.getsize(target) == 64 * MIB
 
 
+def test_cli_retry_streams_the_body_too(bulk, tmp_path):
+    """`rest_client.py GET URL --retry 2 > file` holds no more of the body than `-o` does."""
+    target, url = str(tmp_path / "big.bin"), bulk.url + "/64"
+    with open(target, "wb") as stdout:
+        with_o = peak_memory_of_cli(stdout, "GET", url, "-o", str(tmp_path / "o.bin"))
+    with open(target, "wb") as stdout:
+        retried = peak_memory_of_cli(stdout, "GET", url, "--retry", "2")
+    assert retried < with_o + 8 * 1024  # KiB: the 64 MiB never sit in memory
+    assert os.path.getsize(target) == 64 * MIB
+
+
+def test_a_body_cut_short_in_a_file_object_is_not_sent_again(counting):
+    server = counting(lambda number, request: SHORT)
+    file = io.BytesIO()
+    resp, err = send(Request("GET", server.url + "/"), save_to=file, retries=2)
+    assert resp is None and isinstance(err, rest_client.ReplyCutShort)
+    assert len(server.requests) == 1 and file.getvalue() == BLOB[:1000]
+
+
 def test_cli_include_streams_the_body_after_the_head(bulk, tmp_path):
     """`rest_client.py GET URL -i > file` holds no more of the body than `-o file` does."""
     target, url = str(tmp_path / "big.bin"), bulk.url + "/64"
