@@ -2155,13 +2155,27 @@ def parse_curl_line(argv):
     line = {dest.rstrip("[]"): [] for _, _, dest in CURL_OPTIONS if dest.endswith("[]")}
     words = iter(argv)
     for word in words:
-        if word.startswith("--") and len(word) > 2:
+        if word == "--":  # the end of the options: what follows are URLs
+            line["urls"].extend(words)
+        elif word.startswith("--") and len(word) > 2:
             take_option(line, word, words, None)
         elif word.startswith("-") and len(word) > 1:
             take_short_options(line, word, words)
         else:
             line["urls"].append(word)
+    check_choices(line)
     return line
+
+
+def check_choices(line):
+    """CurlUsage for options curl will not take together."""
+    bodies = [name for name, given in (("-F", line["form"]), ("-d", line["data"]),
+                                       ("-I", line.get("head"))) if given]
+    if len(bodies) > 1:
+        raise CurlUsage("%s and %s: only one HTTP request method can be chosen" % tuple(
+            bodies[:2]))
+    if line.get("fail") and line.get("fail_with_body"):
+        raise CurlUsage("--fail and --fail-with-body cannot be used together")
 
 
 def take_short_options(line, word, words):
@@ -2230,6 +2244,9 @@ class CurlTransfer:
             self.url = with_file_name(self.url, line["upload"])
         self.client = Client(**curl_settings(line, self.body))
         self.output = CurlOutput(line, self.url)
+        self.retries = curl_count(line, "retry", 0)
+        self.retry_delay = curl_seconds(line, "retry_delay", 0)
+        self.retry_max_time = curl_seconds(line, "retry_max_time", 0)
         self.headers += [header for header in [resume_headers(line, self.output)] if header]
         if self.body is None:  # curl -X POST without data says no Content-Length
             self.headers.append(("Content-Length", None))
@@ -2262,19 +2279,15 @@ class CurlTransfer:
             if wait is None:
                 return response, error
             self.say("Will retry in %g seconds. %d retries left."
-                     % (wait, self.retries() - attempt - 1))
+                     % (wait, self.retries - attempt - 1))
             time.sleep(wait)
             self.output.again()
-
-    def retries(self):
-        """How many times --retry says a request may be sent again."""
-        return curl_count(self.line, "retry", 0)
 
     def retry_wait(self, response, error, attempt, started):
         """Seconds to wait before sending again, or None to stop, by curl's rules: a
         timeout, or a 408, 429, 500, 502, 503 or 504 is retried; a refused connection with
         --retry-connrefused, any error with --retry-all-errors."""
-        if attempt >= self.retries():
+        if attempt >= self.retries:
             return None
         if response is not None:
             if response.status_code not in RETRIED_STATUSES:
@@ -2282,10 +2295,10 @@ class CurlTransfer:
         elif not (isinstance(error, Timeout) or self.line.get("retry_all_errors") or (
                 self.line.get("retry_connrefused") and isinstance(error, CouldNotConnect))):
             return None
-        wait = curl_seconds(self.line, "retry_delay", 0)
+        wait = self.retry_delay
         asked = retry_after(response) if response is not None and not wait else None
         wait = wait or (asked if asked is not None else min(2 ** attempt, 600))
-        limit = curl_seconds(self.line, "retry_max_time", 0)
+        limit = self.retry_max_time
         if limit and time.monotonic() + wait - started > limit:
             return None
         return wait
@@ -2357,8 +2370,8 @@ def curl_headers(line):
     elif line.get("upload"):
         headers["content-type"] = ("Content-Type", None)  # curl names no type for -T
     for key, name in (("agent", "User-Agent"), ("referer", "Referer")):
-        if line.get(key) is not None:
-            headers[name.lower()] = (name, line[key])
+        if line.get(key) is not None:  # -A "" sends none, as curl's
+            headers[name.lower()] = (name, line[key] or None)
     cookies = [value for _, value in line["cookies"] if "=" in value]
     if cookies:
         headers["cookie"] = ("Cookie", ";".join(cookies))  # as curl joins them
@@ -2397,7 +2410,11 @@ def curl_body(line):
         if name in ("--data-binary", "--json") and value.startswith("@") and value != "@-" and (
                 os.access(value[1:], os.R_OK)):
             return upload_file(value[1:])
-    return b"&".join(data_part(name, value, line) for name, value in line["data"])
+    joined = b""
+    for number, (name, value) in enumerate(line["data"]):
+        joiner = b"" if number == 0 or name == "--json" else b"&"  # curl adds --json as is
+        joined += joiner + data_part(name, value, line)
+    return joined
 
 
 def data_part(name, value, line):
@@ -2406,18 +2423,26 @@ def data_part(name, value, line):
     if name == "--data-raw":
         return value.encode("utf-8")
     if name == "--data-urlencode":
-        return urlencoded_part(value)
+        try:
+            return urlencoded_part(value)
+        except CurlUsage as problem:
+            return unread(problem, line)
     if not value.startswith("@"):
         return value.encode("utf-8")
     try:
         data = read_input(value[1:])
     except CurlUsage as problem:
-        if not line.get("silent"):
-            print("rest_client: warning: %s; the data is empty" % problem, file=sys.stderr)
-        return b""
+        return unread(problem, line)
     if name in ("-d", "--data", "--data-ascii"):
         data = data.replace(b"\r", b"").replace(b"\n", b"")  # curl drops line ends
     return data
+
+
+def unread(problem, line):
+    """What a data file that cannot be read adds: nothing, with a warning, as curl's."""
+    if not line.get("silent"):
+        print("rest_client: warning: %s; the data is empty" % problem, file=sys.stderr)
+    return b""
 
 
 def urlencoded_part(value):
@@ -2502,12 +2527,17 @@ def curl_file_type(path):
     return CURL_FILE_TYPES.get(extension, "application/octet-stream")
 
 
+def line_urls(line):
+    """The URLs of the line, given bare or with --url."""
+    return [url[1] if isinstance(url, tuple) else url for url in line["urls"]]
+
+
 def curl_url(line):
     """The one URL of the line, http:// when it names no scheme (as curl guesses); exit 3
     for one with a space or a control character, as curl's."""
     if len(line["urls"]) != 1:
         raise CurlUsage("give one URL" if not line["urls"] else "give one URL only")
-    url = line["urls"][0][1] if isinstance(line["urls"][0], tuple) else line["urls"][0]
+    url = line_urls(line)[0]
     if any(character.isspace() or ord(character) < 32 for character in url):
         raise CurlUsage("URL rejected: Malformed input to a URL function", 3)
     return url if "://" in url else "http://" + url
@@ -2572,6 +2602,8 @@ def curl_tls(line):
     status 77 for a CA it cannot read, 58 for a certificate or key."""
     if not any(line.get(name) for name in ("cacert", "capath", "cert", "key", "insecure")):
         return None
+    if not any(urlsplit(url).scheme.lower() == "https" for url in line_urls(line)):
+        return None  # curl reads them for https alone
     for name, status in (("cacert", 77), ("capath", 77), ("cert", 58), ("key", 58)):
         if line.get(name) and not os.access(line[name], os.R_OK):
             raise CurlUsage("cannot read --%s %s" % (name, line[name]), status)
@@ -2597,10 +2629,11 @@ def curl_seconds(line, name, default):
 
 
 def curl_count(line, name, default):
-    """An option's whole number; CurlUsage for one that is not."""
+    """An option's whole number (-1 too for --max-redirs); CurlUsage for one that is not."""
     if line.get(name) is None:
         return default
-    if not ASCII_DIGITS.fullmatch(line[name].lstrip("-")):
+    number = line[name][1:] if line[name] == "-1" and name == "max_redirs" else line[name]
+    if not ASCII_DIGITS.fullmatch(number):
         raise CurlUsage("--%s: expected a proper numerical parameter"
                         % name.replace("_", "-"))
     return int(line[name])
@@ -2665,7 +2698,10 @@ class CurlOutput(Download):
             self.write_bytes(("\r\n".join(lines) + "\r\n").encode("latin-1"))
 
     def write(self, data):
-        """Add a piece of the body (none of a proxy's refusal of a tunnel: curl shows none)."""
+        """Add a piece of the body (none of a proxy's refusal of a tunnel, and none with
+        -I, which shows the head alone whatever the method, as curl's)."""
+        if self.line.get("head"):
+            return
         if data and not (self.last_head is not None and self.last_head.from_proxy):
             if self.guard_terminal and b"\0" in data:
                 raise WriteError('binary output can mess up your terminal: use "-o -" to '
@@ -2726,7 +2762,7 @@ class CurlTrace:
         print(line, file=sys.stderr)
 
 
-WRITE_OUT = r"%%|%\{([a-z_]+)\}|\\[nrt\\]"  # compiled when first used
+WRITE_OUT = r"%%|%\{([a-z_]+)\}|%header\{([^}]*)\}|\\[nrt\\]"  # compiled when first used
 
 
 def written_out(format_text, response, transfer, status, message, elapsed):
@@ -2743,6 +2779,8 @@ def written_out(format_text, response, transfer, status, message, elapsed):
             return "%"
         if text.startswith("\\"):
             return {"\\n": "\n", "\\r": "\r", "\\t": "\t", "\\\\": "\\"}[text]
+        if match.group(2) is not None:  # %header{name}: the last reply's header
+            return header_of(transfer, match.group(2))
         return str(values.get(match.group(1), ""))
 
     return re.sub(WRITE_OUT, filled, format_text).encode("utf-8")
@@ -2754,15 +2792,34 @@ def write_out_values(response, transfer, status, message, elapsed):
     if response is None and transfer.output.last_head is not None:
         response = transfer.output.last_head
         response.redirects = transfer.output.hops
-    code = response.status_code if response is not None and not response.from_proxy else 0
-    location = response.headers.first("Location", "") if response is not None else ""
-    return {"http_code": "%03d" % code, "response_code": "%03d" % code,
-            "size_download": transfer.output.size, "time_total": "%.6f" % elapsed,
-            "url_effective": response.url if response is not None else transfer.url,
-            "content_type": response.headers.first("Content-Type", "") if response else "",
+    values = {"http_code": "000", "size_download": transfer.output.size,
+              "time_total": "%.6f" % elapsed, "url_effective": transfer.url, "content_type": "",
+              "redirect_url": "", "num_redirects": 0, "exitcode": status, "errormsg": message,
+              "url": transfer.url, "method": transfer.method, "http_version": "0",
+              "num_headers": 0}
+    if response is not None:
+        values.update(reply_values(response))
+    values["response_code"] = values["http_code"]
+    values["scheme"] = urlsplit(values["url_effective"]).scheme.upper()
+    return values
+
+
+def header_of(transfer, name):
+    """A header's value in the last reply whose head came, for -w's %header{name}."""
+    head = transfer.output.last_head
+    return ", ".join(head.headers.get(name, [])) if head is not None else ""
+
+
+def reply_values(response):
+    """The values -w's variables take from the last reply."""
+    code = 0 if response.from_proxy else response.status_code
+    location = response.headers.first("Location", "")
+    return {"http_code": "%03d" % code, "url_effective": response.url,
+            "content_type": response.headers.first("Content-Type", ""),
             "redirect_url": urljoin(response.url, location) if location and code in
-            REDIRECT_STATUSES else "", "num_redirects": response.redirects if response else 0,
-            "exitcode": status, "errormsg": message}
+            REDIRECT_STATUSES else "", "num_redirects": response.redirects,
+            "http_version": response.version[len("HTTP/"):],
+            "num_headers": len(response.header_lines)}
 
 
 def write_bytes(data):

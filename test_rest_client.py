@@ -2728,3 +2728,35 @@ def test_cli_curl_form_a_post_without_data_has_no_length(counting):
     server = counting(lambda number, request: answer())
     assert run_cli("-s", "-X", "POST", server.url + "/").returncode == 0
     assert "content-length" not in server.requests[-1]["headers"]
+
+
+@pytest.mark.parametrize("line, status, sent", [
+    (["-sI", "-X", "GET"], 0, ("GET", None)),  # -I shows the head alone, whatever the method
+    (["-s", "--json", "a", "--json", "b"], 0, ("POST", b"ab")),  # --json adds as is
+    (["-s", "-d", "a=1", "--json", "{}"], 0, ("POST", b"a=1{}")),
+    (["-s", "-A", ""], 0, ("GET", None)),  # no User-Agent at all
+    (["-s", "--cacert", "missing.pem"], 0, ("GET", None)),  # read for https alone
+    (["-s", "-F", "a=1", "-d", "b=2"], 2, None),  # one request method only
+    (["-s", "-I", "-d", "b=2"], 2, None),
+    (["-s", "--fail", "--fail-with-body"], 2, None),
+    (["-s", "--retry", "-1"], 2, None),
+])
+def test_cli_curl_form_choices_as_curl_makes_them(counting, line, status, sent):
+    server = counting(lambda number, request: answer(b"body", headers=["X-A: 1"]))
+    result = run_cli(*line + ["--", server.url + "/"])
+    assert result.returncode == status
+    if sent is None:
+        assert server.requests == []
+        return
+    request = server.requests[-1]
+    assert (request["method"], request["body"] or None) == sent
+    assert "user-agent" not in request["headers"] or line[-1] != ""
+    assert result.stdout == (b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\nX-A: 1\r\n\r\n"
+                             if "-sI" in line else b"body")
+
+
+def test_cli_curl_form_write_out_names_more_than_the_status(counting):
+    server = counting(lambda number, request: answer(b"body", headers=["X-A: 1"]))
+    result = run_cli("-s", "-o", "-", "-w", " %{http_version} %{method} %{scheme} "
+                     "%{num_headers} %header{x-a} %{url}", server.url + "/")
+    assert result.stdout == b"body 1.1 GET HTTP 2 1 " + server.url.encode() + b"/"
