@@ -345,6 +345,13 @@ class Client:
         """Close every kept connection."""
         self.pool.close()
 
+    def __enter__(self):
+        """with Client(...) as client: its connections are closed at the end."""
+        return self
+
+    def __exit__(self, *exception):
+        self.close()
+
 
 DEFAULT_CLIENT = None
 DEFAULT_CLIENT_LOCK = threading.Lock()
@@ -937,15 +944,18 @@ class ConnectionPool:
             self.idle.clear()
 
 
-POOLS = []  # every client's pool, closed at exit
+POOLS = None  # every live client's pool, closed at exit (made with the first)
 
 
 def register_for_exit(pool):
-    """Close the pool's connections at interpreter exit (the first pool registers the hook)."""
-    if not POOLS:
+    """Close the pool's connections at interpreter exit, unless it is gone by then."""
+    global POOLS
+    if POOLS is None:
         import atexit
-        atexit.register(lambda: [each.close() for each in POOLS])
-    POOLS.append(pool)
+        import weakref
+        POOLS = weakref.WeakSet()  # a client dropped takes its pool with it
+        atexit.register(lambda: [each.close() for each in list(POOLS)])
+    POOLS.add(pool)
 
 
 def still_open(connection):

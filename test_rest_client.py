@@ -2448,6 +2448,16 @@ def test_a_client_holds_base_url_headers_and_credentials_for_every_request(scrip
         client.close()
 
 
+def test_a_client_in_a_with_block_closes_its_connections(counting):
+    server = counting(lambda number, request: answer())
+    with rest_client.Client(server.url) as client:
+        assert client.send(Request("GET", "/"))[0].body == "ok"
+    deadline = time.monotonic() + 5
+    while server.closed_by_client < 1:
+        assert time.monotonic() < deadline, "the server never saw the connection close"
+        time.sleep(0.01)
+
+
 def test_import_reads_nothing_builds_nothing_and_imports_no_more_than_http_client():
     code = ("import sys, http.client, threading; before = set(sys.modules); "
             "threads = threading.active_count(); import rest_client; "
