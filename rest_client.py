@@ -863,7 +863,9 @@ def explained(error, outgoing):
         return EmptyReply("%s closed the connection without a reply" % where, error)
     if isinstance(error, http.client.IncompleteRead):
         return ReplyCutShort("the reply from %s ended before its end" % where, error)
-    if isinstance(error, (ConnectionError, http.client.HTTPException)):
+    ssl = sys.modules.get("ssl")  # loaded with http.client, where Python has it
+    if isinstance(error, (ConnectionError, http.client.HTTPException)) or (
+            ssl is not None and isinstance(error, ssl.SSLError)):
         return ReceiveError("the connection to %s broke: %s" % (where, error), error)
     return error
 
@@ -1348,6 +1350,10 @@ def start_tls(sock, route, trace):
     import ssl
     try:
         tls = route.context.wrap_socket(sock, server_hostname=route.host)
+    except socket.timeout as error:
+        sock.close()
+        raise Timeout("the TLS handshake with %s:%d took too long" % (route.host, route.port),
+                      error) from None
     except (ssl.SSLError, ssl.CertificateError, OSError) as error:
         sock.close()
         if sys.implementation.name == "pypy":
