@@ -2770,3 +2770,37 @@ def test_cli_curl_form_write_out_names_more_than_the_status(counting):
     result = run_cli("-s", "-o", "-", "-w", " %{http_version} %{method} %{scheme} "
                      "%{num_headers} %header{x-a} %{url}", server.url + "/")
     assert result.stdout == b"body 1.1 GET HTTP 2 1 " + server.url.encode() + b"/"
+
+
+class HeldChunksServer:
+    """Sends a chunked reply's first chunk, then waits (5 s at most) for release before the
+    last: a client that shows the first before the reply ends lets the test release it."""
+
+    def __init__(self):
+        self.listener = socket.socket()
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(4)
+        self.url = "http://127.0.0.1:%d/" % self.listener.getsockname()[1]
+        self.release, self.waited_out = threading.Event(), None
+        threading.Thread(target=self.serve, daemon=True).start()
+
+    def serve(self):
+        connection, _ = self.listener.accept()
+        with connection:
+            connection.recv(65536)
+            connection.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+                               b"6\r\nfirst\n\r\n")
+            self.waited_out = not self.release.wait(5)
+            connection.sendall(b"5\r\nlast\n\r\n0\r\n\r\n")
+
+
+def test_a_chunked_reply_shows_as_it_arrives():
+    server = HeldChunksServer()
+    process = subprocess.Popen([sys.executable, os.path.join(HERE, "rest_client.py"), "-s",
+                                server.url], stdout=subprocess.PIPE)
+    first = process.stdout.readline()
+    server.release.set()
+    rest = process.stdout.read()
+    assert process.wait(20) == 0 and (first, rest) == (b"first\n", b"last\n")
+    assert server.waited_out is False  # the first chunk was out before the reply ended
+    server.listener.close()
