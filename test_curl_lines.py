@@ -566,9 +566,9 @@ WORKERS = 4  # lines run at once: most of a line's time is Python starting up
 def ran(curl, request, tmp_path_factory):
     """For each table line this session runs, a future of what curl and the client did:
     WORKERS lines at a time, each on two sets of servers of its own."""
-    chosen = {(item.callspec.params["line"], item.callspec.params["stdin"])
-              for item in request.session.items
-              if getattr(item, "originalname", None) == "test_a_curl_line_does_what_curl_does"}
+    chosen = [(item.callspec.params["line"], item.callspec.params["stdin"])
+              for item in request.session.items  # in the order the tests will ask
+              if getattr(item, "originalname", None) == "test_a_curl_line_does_what_curl_does"]
     free = queue.Queue()
     for _ in range(WORKERS):
         free.put((start_servers(), start_servers()))
