@@ -19,6 +19,7 @@ import queue
 import re
 import shlex
 import shutil
+import socket
 import stat
 import subprocess
 import sys
@@ -228,10 +229,10 @@ def start_servers():
     nothing listens on."""
     received = []
     here, other = start("127.0.0.1", received), start("127.0.0.2", received)
-    closed = start("127.0.0.1", [])
-    closed.shutdown()
-    closed.server_close()
-    return Servers(here=here, other=other, refused=closed.url, received=received)
+    unheard = socket.socket()  # bound and never listening: a connection there is refused,
+    unheard.bind(("127.0.0.1", 0))  # and no other server can take the port meanwhile
+    refused = "http://127.0.0.1:%d" % unheard.getsockname()[1]
+    return Servers(here=here, other=other, refused=refused, received=received, unheard=unheard)
 
 
 def stop_servers(servers):
@@ -239,9 +240,10 @@ def stop_servers(servers):
     for server in (servers.here, servers.other):
         server.shutdown()
         server.server_close()
+    servers.unheard.close()
 
 
-Servers = collections.namedtuple("Servers", "here other refused received")
+Servers = collections.namedtuple("Servers", "here other refused received unheard")
 
 
 @pytest.fixture(scope="module")
