@@ -695,6 +695,17 @@ def test_output_through_a_symbolic_link_replaces_the_file_it_names(servers, tmp_
     assert sorted(os.listdir(str(tmp_path))) == sorted(["link.txt", "target.txt"] + list(INPUTS))
 
 
+@pytest.mark.parametrize("form", sorted(OUTPUT_FORMS))
+def test_output_through_a_link_to_a_fifo_writes_into_the_fifo(servers, tmp_path, form):
+    """As `-o /dev/stdout` does: a link to what the shell gave as stdout, here a FIFO."""
+    reader = fifo_with_reader(str(tmp_path / "pipe"))
+    os.symlink("pipe", str(tmp_path / "stdout"))
+    done = run_line(CLIENT, OUTPUT_FORMS[form] % "stdout", servers, str(tmp_path))
+    assert (done.status, done.stdout, drained(reader)) == (0, b"", b"GET /echo\n")
+    assert os.readlink(str(tmp_path / "stdout")) == "pipe"
+    assert stat.S_ISFIFO(os.lstat(str(tmp_path / "pipe")).st_mode)
+
+
 @pytest.mark.parametrize("line, status", [("-sf -o existing.json $URL/status/503", 22),
                                           ("GET $URL/status/503 --fail -o existing.json", 1)])
 def test_fail_leaves_an_existing_file_untouched(servers, tmp_path, line, status):
