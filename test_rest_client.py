@@ -2617,16 +2617,17 @@ def test_cli_curl_form_reads_no_api_key(scripted):
     assert result.returncode == 0 and last_header(scripted, "Authorization") is None
 
 
-def test_cli_a_cookie_jar_round_trips_with_curls_for_localhost(scripted, tmp_path):
+@pytest.mark.parametrize("form", [["-s"], ["GET"]])
+def test_cli_a_cookie_jar_round_trips_with_curls_for_localhost(scripted, tmp_path, form):
     url = "http://localhost:%d" % scripted.server_address[1]
     jar = tmp_path / "jar.txt"
-    result = run_cli("-s", "-c", str(jar), url + "/set_cookie?cookie=sid%3D1")
+    result = run_cli(*form + [url + "/set_cookie?cookie=sid%3D1", "-c", str(jar)])
     assert result.returncode == 0
     lines = [line for line in jar.read_text().splitlines() if line and not line.startswith("# ")]
     assert lines == ["localhost\tFALSE\t/\tFALSE\t0\tsid\t1"]  # as curl writes it
     jar.write_text("# Netscape HTTP Cookie File\n"
                    "localhost\tFALSE\t/\tFALSE\t0\tfrom\tcurl\n")  # as curl wrote it
-    assert run_cli("-s", "-b", str(jar), url + "/echo").returncode == 0
+    assert run_cli(*form + [url + "/echo", "-b", str(jar)]).returncode == 0
     assert last_header(scripted, "Cookie") == "from=curl"
 
 
