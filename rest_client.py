@@ -298,12 +298,12 @@ class Client:
         response = response_head(reply, outgoing.url)
         if trace:
             show_reply_head(response, trace)
-        if download is not None:
-            download.head(response)
         if settings.cookies is not None:
             keep_cookies(settings.cookies, outgoing, reply)
         streamed = download is not None and 200 <= reply.status < 300
         try:
+            if download is not None:
+                download.head(response)
             raw = self.read_body(reply, connection, outgoing, download if streamed else None,
                                  deadline)
         except BaseException:
@@ -2381,7 +2381,8 @@ def curl_status(response, error, line):
 
 def exit_status_of(error):
     """curl's exit status for an error value."""
-    for kind, status in [(WriteError, 23), (TooManyRedirects, 47), (UntrustedCertificate, 60),
+    for kind, status in [(WriteError, 23), (RangeIgnored, 33), (TooManyRedirects, 47),
+                         (UntrustedCertificate, 60),
                          (TLSError, 35), (NameNotResolved, 6), (ProxyNotResolved, 5),
                          (CouldNotConnect, 7), (ProxyError, 7), (Timeout, 28),
                          (EmptyReply, 52), (ReplyCutShort, 18), (ReceiveError, 56),
@@ -2699,6 +2700,11 @@ class WriteError(TransferError):
     """The output could not be written (curl's exit 23); the text names the file."""
 
 
+class RangeIgnored(TransferError):
+    """A resumed download (-C) whose server sent the whole body again (curl's exit 33):
+    appending it would spoil the file."""
+
+
 class CurlOutput(Download):
     """Where curl writes a reply: stdout, or the -o (or -O) file, written into as it is,
     opened when the first byte comes (a --fail answer never makes it); -i's heads go
@@ -2713,6 +2719,7 @@ class CurlOutput(Download):
                 raise CurlUsage("-O: the URL names no file", 23)
         super().__init__(sys.stdout.buffer if name in (None, "-") else name)
         self.line, self.opened, self.last_head, self.hops = line, False, None, -1
+        self.resume_from, self.complete_already = 0, False
         self.guard_terminal = name is None and sys.stdout.isatty()  # "-o -" says go ahead
         self.heads = line.get("include") or line.get("head")
         self.append = line.get("continue_at") is not None
@@ -2749,14 +2756,26 @@ class CurlOutput(Download):
         """With -i or -I, write each reply's head, as it came, before its body; remember
         the last, for -w after a failure."""
         self.last_head, self.hops = response, self.hops + 1
+        if self.resume_from and response.status_code == 200:
+            self.check_resumable(response)
         if self.heads and not response.from_proxy:
             lines = list(head_lines(response)) + [""]
             self.write_bytes(("\r\n".join(lines) + "\r\n").encode("latin-1"))
 
+    def check_resumable(self, response):
+        """A whole body where -C asked for the rest: the file is complete already if it is
+        as long, else RangeIgnored, as curl says (appending it would spoil the file)."""
+        if response.headers.first("Content-Length") == str(self.resume_from):
+            self.complete_already = True  # curl: "the entire document is already downloaded"
+            return
+        raise RangeIgnored("the server sent the whole of %s, not the rest from byte %d: it "
+                           "does not seem to take ranges" % (response.url, self.resume_from))
+
     def write(self, data):
-        """Add a piece of the body (none of a proxy's refusal of a tunnel, and none with
-        -I, which shows the head alone whatever the method, as curl's)."""
-        if self.line.get("head"):
+        """Add a piece of the body (none of a proxy's refusal of a tunnel, none with -I,
+        which shows the head alone whatever the method, as curl's, and none of a file
+        complete already)."""
+        if self.line.get("head") or self.complete_already:
             return
         if data and not (self.last_head is not None and self.last_head.from_proxy):
             if self.guard_terminal and b"\0" in data:
@@ -2795,18 +2814,20 @@ class CurlOutput(Download):
 
 
 def resume_headers(line, output):
-    """The Range header -C - (from the output file's size) or -r asks for, if any."""
+    """The Range header -C - (from the output file's size) or -r asks for, if any; the
+    output learns where a resumed body starts."""
     if line.get("range"):
         return ("Range", "bytes=" + line["range"])
-    offset = line.get("continue_at")
-    if offset is None:
+    if line.get("continue_at") is None:
         return None
-    if offset == "-":
+    if line["continue_at"] == "-":
         try:
-            offset = os.path.getsize(output.target) if output.is_path else 0
+            output.resume_from = os.path.getsize(output.target) if output.is_path else 0
         except OSError:
-            offset = 0
-    return ("Range", "bytes=%s-" % offset) if int(offset) else None
+            output.resume_from = 0
+    else:
+        output.resume_from = curl_count(line, "continue_at", 0)
+    return ("Range", "bytes=%d-" % output.resume_from) if output.resume_from else None
 
 
 class CurlTrace:

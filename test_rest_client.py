@@ -2805,3 +2805,17 @@ def test_a_chunked_reply_shows_as_it_arrives():
     assert process.wait(20) == 0 and (first, rest) == (b"first\n", b"last\n")
     assert server.waited_out is False  # the first chunk was out before the reply ended
     server.listener.close()
+
+
+@pytest.mark.parametrize("there, status, after", [
+    (BLOB[:1000], 33, BLOB[:1000]),  # the whole body again would spoil the file
+    (BLOB, 0, BLOB),  # complete already: the whole body is as long as the file
+])
+def test_cli_curl_form_resumes_only_where_the_server_sends_the_rest(counting, tmp_path, there,
+                                                                    status, after):
+    server = counting(lambda number, request: answer(BLOB))  # a 200, whatever the Range
+    target = tmp_path / "blob.bin"
+    target.write_bytes(there)
+    result = run_cli("-s", "-C", "-", "-o", str(target), server.url + "/")
+    assert (result.returncode, target.read_bytes()) == (status, after)
+    assert server.requests[-1]["headers"]["range"] == "bytes=%d-" % len(there)
