@@ -699,7 +699,7 @@ def redirected(outgoing, status, keep_method):
     do): a 303, and a 301 or 302 to a POST, go on as GET without the body; a 307 or 308
     keeps both. With keep_method (curl's -X), the method stays, and the body goes as it
     would for the method keep_method names (POST for curl's -d)."""
-    method, body = outgoing.method, outgoing.body
+    method, body = outgoing.method, rewound(outgoing.body)
     rules = keep_method or method
     if (status == 303 and rules != "HEAD") or (status in (301, 302) and rules == "POST"):
         method, body = (method if keep_method else "GET"), None
@@ -910,6 +910,7 @@ class ConnectionPool:
             except DEAD_CONNECTION:
                 if method not in IDEMPOTENT_METHODS:
                     raise
+                body = rewound(body)
         connection = Connection(route, settings.connect_timeout)
         return or_close(connection, send_request, connection, method, target, headers, body,
                         deadline, trace), connection
@@ -1018,6 +1019,14 @@ def keep_within(sock, deadline):
     remaining = time_left(deadline)
     if abs(sock.gettimeout() - remaining) > 0.05:
         sock.settimeout(remaining)
+
+
+def rewound(body):
+    """A body to send again, a file read from its start (io.UnsupportedOperation, an
+    OSError, for a pipe, which cannot be read twice)."""
+    if hasattr(body, "read"):
+        body.seek(0)
+    return body
 
 
 def pieces_of(body):

@@ -2819,3 +2819,19 @@ def test_cli_curl_form_resumes_only_where_the_server_sends_the_rest(counting, tm
     result = run_cli("-s", "-C", "-", "-o", str(target), server.url + "/")
     assert (result.returncode, target.read_bytes()) == (status, after)
     assert server.requests[-1]["headers"]["range"] == "bytes=%d-" % len(there)
+
+
+def test_a_file_body_goes_again_whole_after_a_307(counting, tmp_path):
+    def answer_for(number, request):
+        if request["target"] == "/old":
+            return answer(b"", "307 Temporary Redirect", ["Location: /new"])
+        return answer(request["body"])
+
+    server = counting(answer_for)
+    path = tmp_path / "upload.bin"
+    path.write_bytes(BLOB)
+    with open(str(path), "rb") as file:
+        resp, err = rest_client.Client(follow_redirects=rest_client.ALL).send(
+            Request("PUT", server.url + "/old", body=file))
+    assert err is None and resp.content == BLOB
+    assert [request["body"] for request in server.requests] == [BLOB, BLOB]
