@@ -316,7 +316,7 @@ class Client:
         """The reply's body, decoded as the request asked, or b"" once written to download."""
         if reply.from_proxy:
             return reply.body
-        accepted = outgoing.headers.get(ACCEPT_ENCODING_NAME, "")
+        accepted = ", ".join(as_list(outgoing.headers.get(ACCEPT_ENCODING_NAME, "")))
         codings = reply.msg.get_all("Content-Encoding") or []
         if download is not None:
             stream(reply, connection, download, inflaters_for(codings, accepted), deadline)
