@@ -350,6 +350,7 @@ class Client:
         return self
 
     def __exit__(self, *exception):
+        """Close the connections, whatever ended the block."""
         self.close()
 
 
@@ -791,6 +792,7 @@ class TransferError(OSError):
         self.reason = reason
 
     def __str__(self):
+        """The message alone, without the lower-level error."""
         return self.args[0]
 
 
@@ -1528,22 +1530,28 @@ class CookieExchange:
         self.type, self.host, self.origin_req_host = parts.scheme, parts.netloc, parts.hostname
 
     def get_full_url(self):
+        """The request's URL."""
         return self.url
 
     def has_header(self, name):
+        """Whether the request has a header, in any case."""
         return any(key.lower() == name.lower() for key in self.headers)
 
     def get_header(self, name, default=None):
+        """A request header's value, in any case, or default."""
         return next((value for key, value in self.headers.items()
                      if key.lower() == name.lower()), default)
 
     def header_items(self):
+        """The request's headers, as (name, value) pairs."""
         return list(self.headers.items())
 
     def add_unredirected_header(self, name, value):
+        """Add the Cookie header the jar made."""
         self.headers[name] = value
 
     def info(self):
+        """The reply's headers, for the jar to read Set-Cookie from."""
         return self.reply.msg
 
 
@@ -2845,6 +2853,7 @@ class CurlTrace:
     detailed = True
 
     def __call__(self, line):
+        """Show one line."""
         print(line, file=sys.stderr)
 
 
@@ -2860,6 +2869,7 @@ def written_out(format_text, response, transfer, status, message, elapsed):
     values = write_out_values(response, transfer, status, message, elapsed)
 
     def filled(match):
+        """What one %{variable}, %header{name}, escape or %% stands for."""
         text = match.group(0)
         if text == "%%":
             return "%"
