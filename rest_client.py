@@ -2180,7 +2180,7 @@ CURL_OPTIONS = [
     ("--json", True, "data[]"), ("-F --form", True, "form[]"),
     ("-T --upload-file", True, "upload"), ("-G --get", False, "get"),
     ("-L --location", False, "location"), ("--max-redirs", True, "max_redirs"),
-    ("-o --output", True, "output"), ("-O --remote-name", False, "remote_name"),
+    ("-o --output", True, "outputs[]"), ("-O --remote-name", False, "outputs[]"),
     ("-i --include", False, "include"), ("-I --head", False, "head"),
     ("-v --verbose", False, "verbose"), ("-s --silent", False, "silent"),
     ("-S --show-error", False, "show_error"), ("-f --fail", False, "fail"),
@@ -2255,6 +2255,9 @@ def take_option(line, name, words, attached):
     if name not in OPTION_NAMES:
         raise CurlUsage("option %s: is unknown" % name)
     takes_value, dest = OPTION_NAMES[name]
+    if not takes_value and dest.endswith("[]"):  # -O: a place among -o's, in order
+        line[dest[:-2]].append((name, None))
+        return
     if not takes_value:
         line[dest] = True
         return
@@ -2277,23 +2280,37 @@ def curl_usage():
 
 
 def curl_main(argv):
-    """Run a curl command line; return curl's exit status."""
+    """Run a curl command line, a transfer for each URL in turn; return curl's exit status,
+    the last transfer's, as curl's."""
     try:
         line = parse_curl_line(argv)
-        transfer = CurlTransfer(line)
+        jar = curl_cookie_jar(line)
+        transfers = [CurlTransfer(one, jar) for one in one_per_url(line)]
     except CurlUsage as problem:
         print("rest_client: %s" % problem, file=sys.stderr)
         if problem.status == 2:
             print("rest_client: try 'python rest_client.py --help' for the options curl's "
                   "form takes (see the README)", file=sys.stderr)
         return problem.status
-    return transfer.run()
+    return [transfer.run() for transfer in transfers][-1]
+
+
+def one_per_url(line):
+    """The line once for each URL, each with its own output: the n-th -o or -O goes with
+    the n-th URL, as curl pairs them; a URL without one writes to stdout."""
+    urls = line_urls(line)
+    if not urls:
+        raise CurlUsage("no URL specified")
+    outputs = line["outputs"] + [(None, None)] * len(urls)
+    return [dict(line, urls=[url], output=name,
+                 remote_name=kind in ("-O", "--remote-name"))
+            for url, (kind, name) in zip(urls, outputs)]
 
 
 class CurlTransfer:
     """One curl command line: the request it makes, and what it writes where."""
 
-    def __init__(self, line):
+    def __init__(self, line, jar=None):
         self.line = line
         self.silent = line.get("silent") and not line.get("show_error")
         self.headers, self.body = curl_headers(line), curl_body(line)
@@ -2303,7 +2320,7 @@ class CurlTransfer:
             self.url, self.body = with_query(self.url, self.body), None
         if line.get("upload"):  # -T file URL/: the file's name ends the path
             self.url = with_file_name(self.url, line["upload"])
-        self.client = Client(**curl_settings(line, self.body))
+        self.client = Client(cookies=jar, **curl_settings(line, self.body))
         self.output = CurlOutput(line, self.url)
         self.retries = curl_count(line, "retry", 0)
         self.retry_delay = curl_seconds(line, "retry_delay", 0)
@@ -2597,8 +2614,6 @@ def line_urls(line):
 def curl_url(line):
     """The one URL of the line, http:// when it names no scheme (as curl guesses); exit 3
     for one with a space or a control character, as curl's."""
-    if len(line["urls"]) != 1:
-        raise CurlUsage("give one URL" if not line["urls"] else "give one URL only")
     url = line_urls(line)[0]
     if any(character.isspace() or ord(character) < 32 for character in url):
         raise CurlUsage("URL rejected: Malformed input to a URL function", 3)
@@ -2630,10 +2645,14 @@ def curl_settings(line, body):
     if line.get("method"):  # -X names the method alone; the body goes by curl's own rules
         settings["keep_method"] = curl_method(dict(line, method=None), body)
     settings.update(curl_credentials(line))
-    files = [value for _, value in line["cookies"] if "=" not in value]
-    if files or line.get("jar"):
-        settings["cookies"] = read_cookie_files(files)
     return settings
+
+
+def curl_cookie_jar(line):
+    """The jar every transfer of the line shares: the cookies of the files -b names, and
+    those replies set, for -c; None when neither is asked for."""
+    files = [value for _, value in line["cookies"] if "=" not in value]
+    return read_cookie_files(files) if files or line.get("jar") else None
 
 
 def read_cookie_files(paths):

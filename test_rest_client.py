@@ -2835,3 +2835,17 @@ def test_a_file_body_goes_again_whole_after_a_307(counting, tmp_path):
             Request("PUT", server.url + "/old", body=file))
     assert err is None and resp.content == BLOB
     assert [request["body"] for request in server.requests] == [BLOB, BLOB]
+
+
+def test_cli_curl_form_fetches_each_url_in_turn(scripted, tmp_path):
+    first, jar = tmp_path / "first.json", tmp_path / "jar.txt"
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        refused = "http://127.0.0.1:%d/" % sock.getsockname()[1]
+        result = run_cli("-s", "-c", str(jar), "-o", str(first), "-w", "%{http_code};",
+                         scripted.url + "/set_cookie?cookie=sid%3D1", scripted.url + "/echo",
+                         refused)
+    assert result.returncode == 7  # the last transfer's, as curl's
+    assert first.read_bytes() == b"set"  # the first -o goes with the first URL
+    assert result.stdout == b'200;{"method": "GET", "path": "/echo", "body": ""}200;000;'
+    assert last_header(scripted, "Cookie") == "sid=1"  # the transfers share the jar
