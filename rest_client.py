@@ -178,7 +178,7 @@ class Headers(dict):
 Settings = namedtuple("Settings", "base_url headers auth netrc context proxy noproxy cookies "
                                   "timeout connect_timeout retries follow_redirects "
                                   "max_redirects keep_method compressed user_agent "
-                                  "repeat_headers")
+                                  "repeat_headers method_as_given")
 Settings.__doc__ = """What a Client holds; see Client."""
 
 
@@ -209,17 +209,19 @@ class Client:
     compressed        whether to ask for gzip and deflate replies (they are decoded)
     repeat_headers    whether a header given twice goes on two lines (as curl sends it)
                       rather than one (RFC 9110 §5.3)
+    method_as_given   whether a method goes as written ("post", as curl -X sends it; RFC
+                      9110 §9.1: methods are case-sensitive) rather than in capitals
     """
 
     def __init__(self, base_url=None, headers=None, auth=None, netrc=False, context=None,
                  proxy=None, noproxy=None, cookies=None, timeout=DEFAULT_TIMEOUT,
                  connect_timeout=None, retries=0, follow_redirects=SAFE,
                  max_redirects=MAX_REDIRECTS, keep_method=None, compressed=True,
-                 user_agent=USER_AGENT, repeat_headers=False):
+                 user_agent=USER_AGENT, repeat_headers=False, method_as_given=False):
         self.settings = Settings(base_url, headers, auth, netrc, context, proxy, noproxy,
                                  cookies, timeout, connect_timeout, retries, follow_redirects,
                                  max_redirects, keep_method, compressed, user_agent,
-                                 repeat_headers)
+                                 repeat_headers, method_as_given)
         self.environment = environment_proxies()
         self.pool, self.routes = ConnectionPool(), {}
 
@@ -390,7 +392,7 @@ ACCEPT_ENCODING_NAME = "Accept-Encoding"
 
 def prepare(request, settings):
     """Turn a Request into an Outgoing; ValueError for what cannot be sent."""
-    method = str(request.method).upper()
+    method = str(request.method) if settings.method_as_given else str(request.method).upper()
     if not TOKEN.fullmatch(method):
         raise ValueError("%r is not a valid HTTP method" % method)
     url = request.url if settings.base_url is None else urljoin(settings.base_url, request.url)
@@ -2638,6 +2640,7 @@ def curl_settings(line, body):
     settings = {"follow_redirects": ALL if line.get("location") else None,
                 "max_redirects": unlimited_if_negative(curl_count(line, "max_redirs", 50)),
                 "compressed": bool(line.get("compressed")), "repeat_headers": True,
+                "method_as_given": True,
                 "timeout": curl_seconds(line, "max_time", 0) or NO_TIME_LIMIT,
                 "connect_timeout": curl_seconds(line, "connect_timeout", 0) or 300,
                 "proxy": line.get("proxy"), "noproxy": line.get("noproxy"),

@@ -2746,6 +2746,7 @@ def test_cli_curl_form_a_post_without_data_has_no_length(counting):
     (["-s", "--json", "a", "--json", "b"], 0, ("POST", b"ab")),  # --json adds as is
     (["-s", "-d", "a=1", "--json", "{}"], 0, ("POST", b"a=1{}")),
     (["-s", "-A", ""], 0, ("GET", None)),  # no User-Agent at all
+    (["-s", "-X", "post"], 0, ("post", None)),  # as written: methods are case-sensitive
     (["-s", "--cacert", "missing.pem"], 0, ("GET", None)),  # read for https alone
     (["-s", "-F", "a=1", "-d", "b=2"], 2, None),  # one request method only
     (["-s", "-I", "-d", "b=2"], 2, None),
