@@ -2850,3 +2850,61 @@ def test_cli_curl_form_fetches_each_url_in_turn(scripted, tmp_path):
     assert first.read_bytes() == b"set"  # the first -o goes with the first URL
     assert result.stdout == b'200;{"method": "GET", "path": "/echo", "body": ""}200;000;'
     assert last_header(scripted, "Cookie") == "sid=1"  # the transfers share the jar
+
+
+EXPIRED_PKI = {  # a CA of its own, and a server certificate (localhost, 127.0.0.1) it signed,
+    # valid on 1 January 2020 alone (openssl ca -startdate 20200101000000Z -enddate ...)
+    "ca.pem": """-----BEGIN CERTIFICATE-----
+MIIBszCCAVmgAwIBAgIUBkBk98s+Nr/lLE3aNZ2Pfjwr1/wwCgYIKoZIzj0EAwIw
+JjEkMCIGA1UEAwwbcmVzdF9jbGllbnQgZXhwaXJlZC10ZXN0IENBMCAXDTI2MTEy
+NjEwMDUxNVoYDzIxMjYxMTAyMTAwNTE1WjAmMSQwIgYDVQQDDBtyZXN0X2NsaWVu
+dCBleHBpcmVkLXRlc3QgQ0EwWTATBgcqhkjOPQIBBggqhkjOPQMBBwNCAATc8Fy/
+82u9kl6ujDeth/yEkpuIdo47sTnfuYHupMXkiGgydcgLcN4KWhQ2hGj3Of4X1mlU
+TgY8x+zrMJYJAYGUo2MwYTAdBgNVHQ4EFgQUL7Jqpc4tyquqQNwqGExUCuGjKyww
+HwYDVR0jBBgwFoAUL7Jqpc4tyquqQNwqGExUCuGjKywwDwYDVR0TAQH/BAUwAwEB
+/zAOBgNVHQ8BAf8EBAMCAQYwCgYIKoZIzj0EAwIDSAAwRQIgKCYLZHsuY7zu75r0
+uqSQL47U1UuvcKcnS4640kKhPZACIQDnzmMwo4Vl918hDkPGTkvtGTPbFNF2/ngU
+VrEkHFh0Lg==
+-----END CERTIFICATE-----
+""",
+    "server.pem": """-----BEGIN CERTIFICATE-----
+MIIBtzCCAV2gAwIBAgICEAAwCgYIKoZIzj0EAwIwJjEkMCIGA1UEAwwbcmVzdF9j
+bGllbnQgZXhwaXJlZC10ZXN0IENBMB4XDTIwMDEwMTAwMDAwMFoXDTIwMDEwMjAw
+MDAwMFowFDESMBAGA1UEAwwJbG9jYWxob3N0MFkwEwYHKoZIzj0CAQYIKoZIzj0D
+AQcDQgAE8hUUTzmkRS8s5geHOCoYqVva6ioFwotbWEkZvFvShi3no0SogPTUSuyR
+poSFzXGS2RfKSOf6YRP/MlOp5z+wqKOBjDCBiTAJBgNVHRMEAjAAMAsGA1UdDwQE
+AwIHgDATBgNVHSUEDDAKBggrBgEFBQcDATAaBgNVHREEEzARgglsb2NhbGhvc3SH
+BH8AAAEwHQYDVR0OBBYEFEMXNDUDzZwhsmsFYk2Oh3rNzYJWMB8GA1UdIwQYMBaA
+FC+yaqXOLcqrqkDcKhhMVArhoyssMAoGCCqGSM49BAMCA0gAMEUCIQD4744w+huS
+23kkNtoVq5HgbH0raClTG4rzeNbLbGJrZwIgJvzKRxA7cKrbNao+Zz5f55DLdqUl
++rjdDf+Ht7FT9AU=
+-----END CERTIFICATE-----
+""",
+    "server.key": """-----BEGIN PRIVATE KEY-----
+MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgnKKE1rm90YcKtGiq
+y4CrMpTEEeHEt9bZBp/TgXvyTHahRANCAATyFRRPOaRFLyzmB4c4KhipW9rqKgXC
+i1tYSRm8W9KGLeejRKiA9NRK7JGmhIXNcZLZF8pI5/phE/8yU6nnP7Co
+-----END PRIVATE KEY-----
+""",
+}
+
+
+def test_an_expired_certificate_is_untrusted_without_a_hint_to_trust_a_ca(tmp_path):
+    for name, text in EXPIRED_PKI.items():
+        (tmp_path / name).write_text(text)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(str(tmp_path / "server.pem"), str(tmp_path / "server.key"))
+    server = ScriptedServer(("127.0.0.1", 0), ScriptedHandler)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    serve_scripted(server, "https")
+    try:
+        cacert = str(tmp_path / "ca.pem")
+        resp, err = send(Request("GET", server.url + "/echo"), context=tls_context(cacert=cacert))
+        assert resp is None and isinstance(err, rest_client.UntrustedCertificate)
+        if sys.version_info >= (3, 7):  # 3.6's ssl does not say why a certificate failed
+            assert "--cacert" not in str(err) and "certificate has expired" in str(err)
+        result = run_cli("-s", "--cacert", cacert, server.url + "/echo")
+        assert (result.returncode, result.stdout) == (60, b"")
+    finally:
+        server.shutdown()
+        server.server_close()
