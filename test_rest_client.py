@@ -1409,17 +1409,26 @@ def test_a_64_mib_download_goes_to_a_file_never_more_than_8_mib_in_memory(bulk, 
     assert os.path.getsize(target) == 64 * MIB and os.listdir(str(tmp_path)) == ["big.bin"]
 
 
+# A process's peak memory starts at that of the process it was forked from (Linux keeps the
+# high-water mark across fork and exec), and pytest's alone is above the limit: so a small
+# Python starts the client and reports the client's peak (wait4) on its last stderr line.
+PEAK_OF_CHILD = """import os, subprocess, sys
+child = subprocess.Popen(sys.argv[1:])
+_, status, usage = os.wait4(child.pid, 0)
+child.returncode = os.WEXITSTATUS(status) if os.WIFEXITED(status) else 255
+sys.stderr.write("\\npeak %d\\n" % usage.ru_maxrss)
+sys.exit(child.returncode)
+"""
+
+
 def peak_memory_of_cli(stdout, *args):
     """Run rest_client.py's command line in a process of its own, its stdout a file; the
     largest resident memory it had, in KiB (Linux's unit)."""
-    report = ("import resource, runpy, sys\nsys.argv = ['rest_client.py'] + %r\ntry:\n"
-              "    runpy.run_path(%r, run_name='__main__')\nfinally:\n    sys.stderr.write("
-              "'maxrss %%d' %% resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
-              % (list(args), os.path.join(HERE, "rest_client.py")))
-    done = subprocess.run([sys.executable, "-c", report], stdout=stdout,
-                          stderr=subprocess.PIPE, timeout=20)
+    done = subprocess.run([sys.executable, "-c", PEAK_OF_CHILD, sys.executable,
+                           os.path.join(HERE, "rest_client.py")] + list(args),
+                          stdout=stdout, stderr=subprocess.PIPE, timeout=20)
     assert done.returncode == 0
-    return int(done.stderr.decode().rpartition("maxrss ")[2])
+    return int(done.stderr.split()[-1])
 
 
 def test_cli_streams_a_large_body_to_a_file_or_pipe_as_it_arrives(bulk, tmp_path):
@@ -3658,18 +3667,6 @@ def test_the_curl_form_does_not_read_api_key(servers, tmp_path, line):
 BIG = 256  # MiB downloaded: 4 times the limit; 1 GiB takes 1.5 s a run here even with curl
 UPLOAD = 200  # MiB uploaded
 LIMIT = 64 * 1024  # KiB of resident memory, ru_maxrss's unit on Linux
-
-
-# A process's peak memory starts at that of the process it was forked from (Linux keeps the
-# high-water mark across fork and exec), and pytest's alone is above the limit: so a small
-# Python starts the client and reports the client's peak (wait4) on its last stderr line.
-PEAK_OF_CHILD = """import os, subprocess, sys
-child = subprocess.Popen(sys.argv[1:])
-_, status, usage = os.wait4(child.pid, 0)
-child.returncode = os.WEXITSTATUS(status) if os.WIFEXITED(status) else 255
-sys.stderr.write("\\npeak %d\\n" % usage.ru_maxrss)
-sys.exit(child.returncode)
-"""
 
 
 def measured(line, servers, folder):
