@@ -13,84 +13,68 @@ One call sends one request and never raises for network trouble: it returns
     else:
         print(resp.status_code, resp.headers["content-type"][0], resp.json())
 
-It is urllib.request with its traps removed: a 4xx or 5xx is a Response rather than an
-exception, a timeout always applies, a body is never silently labelled as a form,
-redirects are followed for GET and HEAD only, only http and https URLs are sent, header
-names are looked up in any case, and repeated headers (two Set-Cookie lines) keep every
-value. Idempotent requests can be retried after a 429 or 503, as Retry-After says.
-And what urllib leaves out is added: connections are kept and reused, a dict or list body
-goes as JSON, gzip and deflate replies are decoded, and resp.links() follows Link headers.
-What curl does for the rest is here too, each a keyword of send(): a download written to a
-file as it arrives (save_to=), your own CA or a client certificate (context=tls_context(...)),
-Basic authentication (auth=, the URL's user info, netrc=True), proxies (proxy=, noproxy=, or
-the environment as curl reads it), forms (MultipartForm, UrlEncodedForm) and a cookie jar
-(cookies=). resp.content holds the body's exact bytes.
+How a request travels through this file: send() hands it to the default Client, whose send()
+retries as asked; send_once() prepares it (prepare: the URL, headers and body checked and
+built) and exchanges it (Client.exchange: a kept connection or a new one, the request
+written with http.client, the reply's head read, its body read or written to a file), then
+follows a redirect if the settings say so (next_request). A 4xx or 5xx is a Response like
+any other, a timeout always applies (to the whole exchange), a body is never silently
+labelled as a form, and repeated headers (two Set-Cookie lines) keep every value.
 
-From the shell, a tiny curl (API_KEY in the environment becomes a Bearer token):
+A Client holds settings given once (a base URL, headers, credentials, TLS, a proxy, a
+cookie jar, a timeout, retries, redirects); send() is the same call on a default client.
+Errors say what failed: each is an OSError whose type names the cause (NameNotResolved,
+CouldNotConnect, Timeout, TLSError, ProxyError, TooManyRedirects, ReplyCutShort, ...).
+
+After the plain client, one part per concern: kept connections, downloads, content
+codings, TLS, proxies, credentials, cookies, forms, showing the exchange, and the command
+line, which takes curl's own command lines (python rest_client.py -fsSL URL -o file), with
+curl's meaning and exit statuses, as well as this client's first form, METHOD URL, where
+API_KEY in the environment becomes a Bearer token (a curl line reads no API_KEY):
 
     python rest_client.py GET http://127.0.0.1:8000/users -q limit=5 -i
     python rest_client.py POST http://127.0.0.1:8000/users -H "X-Test: 1" \\
         -d '{"name": "Ada", "email": "ada@example.com"}'
-    python rest_client.py GET http://127.0.0.1:8000/users/1 --retry 3 -v
-    python rest_client.py PATCH http://127.0.0.1:8000/users/1 -j '{"name": "Ada King"}'
-    python rest_client.py GET https://files.example/export.zip --cacert ca.pem -u ada -o x.zip
+    python rest_client.py -s -o /dev/null -w '%{http_code}' http://127.0.0.1:8000/users
 """
 
-import argparse
-import atexit
-import base64
-import binascii
-import email.utils
 import functools
-import getpass
 import http.client
-import http.cookiejar
-import io
-import ipaddress
 import itertools
-import json
-import math
-import mimetypes
-import netrc
 import os
-import random
 import re
-import select
+import socket
 import sys
 import threading
 import time
-import urllib.error
-import urllib.request
-import zlib
 from collections import namedtuple
-from datetime import datetime, timezone
-from http import HTTPStatus
 from urllib.parse import quote, unquote, urlencode, urljoin, urlsplit, urlunsplit
 
-try:
-    import ssl
-except ImportError:  # a Python built without ssl sends http:// only
-    ssl = None
-
-__all__ = ["Method", "Request", "Response", "Headers", "MultipartForm", "UrlEncodedForm",
-           "Upload", "send", "tls_context", "close", "main"]
+__all__ = ["Method", "Request", "Response", "Headers", "Client", "SAFE", "ALL", "MultipartForm",
+           "UrlEncodedForm", "Upload", "send", "tls_context", "close", "main", "TransferError",
+           "NameNotResolved", "CouldNotConnect", "Timeout", "TLSError", "UntrustedCertificate",
+           "ProxyError", "ProxyNotResolved", "TooManyRedirects", "EmptyReply", "ReceiveError",
+           "ReplyCutShort", "UndecodableReply"]
 
 DEFAULT_TIMEOUT = 30.0  # seconds
 MAX_REDIRECTS = 10
 IDEMPOTENT_METHODS = ("GET", "HEAD", "PUT", "DELETE", "OPTIONS")  # RFC 9110 §9.2.2
 RETRY_STATUSES = (429, 503)  # Too Many Requests, Service Unavailable: "try again later"
+REDIRECT_STATUSES = (301, 302, 303, 307, 308)  # RFC 9110 §15.4
 MAX_RETRY_AFTER = 30.0  # seconds: a server asking for longer gets this much
 FIRST_BACKOFF, MAX_BACKOFF = 0.5, 8.0  # seconds, without a Retry-After
 ASCII_DIGITS = re.compile(r"[0-9]+")  # delay-seconds (RFC 9110 §10.2.3) is DIGIT, ASCII only
 TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # a method or header name (RFC 9110 §5.6.2)
+NON_ASCII = re.compile(r"[^\x00-\x7f]")
 URL_SAFE = "/%:@!$&'()*+,;=?-._~"  # what quote() leaves alone in a path and query
 ACCEPT_ENCODING = "gzip, deflate"  # what the client asks for unless the caller says otherwise
-MAX_IDLE_PER_HOST = 32  # kept connections waiting for a request, per host
-IDLE_TIMEOUT = 90.0  # seconds a kept connection may wait before it is closed (as Go's)
-CHUNK_SIZE = 1 << 20  # bytes read at a time into a download's buffer, and from a file to upload
+USER_AGENT = "rest_client.py"
+CHUNK_SIZE = 1 << 20  # bytes read at a time from a reply being saved, and from a file to upload
 CREDENTIAL_HEADERS = ("authorization", "cookie", "proxy-authorization")  # never sent on to
 # another host or from https to http by a redirect (RFC 9110 §15.4: a client should not)
 DEFAULT_PORTS = {"http": 80, "https": 443}
+MAX_ROUTES = 256  # places a client remembers how to reach
+SAFE, ALL = "safe", "all"  # follow_redirects: GET and HEAD only (the default), or every method
 
 
 class Method:
@@ -107,29 +91,18 @@ class Method:
 
 Request = namedtuple("Request", "method url headers params body")
 Request.__new__.__defaults__ = (None, None, None)  # headers, params and body may be left out
-Request.__doc__ = """What to send: a method, a full URL, and optional headers (a dict, or
-(name, value) pairs when a name repeats), query parameters (the same, added to the URL) and
-body (bytes, str sent as UTF-8, a dict or list sent as JSON, a MultipartForm or an
-UrlEncodedForm, or None)."""
-
-MultipartForm = namedtuple("MultipartForm", "fields")
-MultipartForm.__doc__ = """A multipart/form-data body (RFC 7578): fields as a dict or (name,
-value) pairs, each value a str or an Upload, a file read from disk as it is sent."""
-
-UrlEncodedForm = namedtuple("UrlEncodedForm", "fields")
-UrlEncodedForm.__doc__ = """An application/x-www-form-urlencoded body, as an HTML form sends:
-fields as a dict or (name, value) pairs."""
-
-Upload = namedtuple("Upload", "path content_type filename")
-Upload.__new__.__defaults__ = (None, None)
-Upload.__doc__ = """A file in a MultipartForm: its path, and the content type (guessed from
-its name when None) and file name (the path's last part when None) that the part names."""
+Request.__doc__ = """What to send: a method, a full URL (or one relative to the client's
+base URL), and optional headers (a dict, or (name, value) pairs when a name repeats), query
+parameters (the same, added to the URL) and body (bytes, str sent as UTF-8, a dict or list
+sent as JSON, a MultipartForm or an UrlEncodedForm, a binary file object or an iterable of
+bytes sent as it is read, or None)."""
 
 
 class Response(namedtuple("Response", "status_code body headers")):
     """What came back: the status (int), the body decoded as text, and the headers (a
     Headers dict from each name, as the server spelled it, to the list of its values).
-    content is the body's exact bytes; url is the URL that answered, after any redirects.
+    content is the body's exact bytes; url is the URL that answered, after redirects
+    (redirects says how many); version and reason are the status line's, as received.
     After a download (send's save_to), body and content are empty, saved_to is where the
     bytes went, and saved_size how many there were."""
 
@@ -137,9 +110,17 @@ class Response(namedtuple("Response", "status_code body headers")):
     content = b""
     saved_to = None
     saved_size = 0
+    version, reason, redirects, header_lines = "HTTP/1.1", "", 0, ()
+    from_proxy = False  # a proxy's refusal to open a tunnel (a 407 to CONNECT, say)
+
+    @property
+    def status_line(self):
+        """The status line as the server sent it: "HTTP/1.0 299 Custom Reason"."""
+        return ("%s %d %s" % (self.version, self.status_code, self.reason)).rstrip()
 
     def json(self):
         """The body parsed as JSON; ValueError when it is not JSON, an empty body included."""
+        import json
         return json.loads(self.body)
 
     def links(self):
@@ -148,16 +129,18 @@ class Response(namedtuple("Response", "status_code body headers")):
         of a relation wins."""
         found = {}
         for value in self.headers.get("Link", []):
-            for target, parameters in LINK.findall(value):
-                for name, argument in LINK_PARAMETER.findall(parameters):
+            for target, parameters in re.findall(LINK, value):
+                for name, argument in re.findall(LINK_PARAMETER, parameters):
                     if name.lower() == "rel":  # rel="next last" names two relations
                         for relation in argument.strip('"').lower().split():
                             found.setdefault(relation, urljoin(self.url or "", target))
         return found
 
 
-LINK = re.compile(r'<([^>]*)>((?:\s*;\s*[^;,="]+(?:=\s*(?:"[^"]*"|[^;,"]*))?)*)')
-LINK_PARAMETER = re.compile(r';\s*([^;,="\s]+)\s*(?:=\s*("[^"]*"|[^;,"]*))?')
+# Patterns used now and then are compiled when first used (re keeps them): a one-shot
+# command line pays nothing for them.
+LINK = r'<([^>]*)>((?:\s*;\s*[^;,="]+(?:=\s*(?:"[^"]*"|[^;,"]*))?)*)'
+LINK_PARAMETER = r';\s*([^;,="\s]+)\s*(?:=\s*("[^"]*"|[^;,"]*))?'
 
 
 class Headers(dict):
@@ -183,10 +166,259 @@ class Headers(dict):
         lowered = name.lower()
         return next((key for key in self if key.lower() == lowered), name)
 
+    def first(self, name, default=""):
+        """The first value of a header, in any case, or default."""
+        return (self.get(name) or [default])[0]
+
 
 # ---------------------------------------------------------------------------------------
-# Building the request
+# The client: settings held once, and one straight path from a request to its reply
 # ---------------------------------------------------------------------------------------
+
+Settings = namedtuple("Settings", "base_url headers auth netrc context proxy noproxy cookies "
+                                  "timeout connect_timeout retries follow_redirects "
+                                  "max_redirects keep_method compressed user_agent "
+                                  "repeat_headers method_as_given")
+Settings.__doc__ = """What a Client holds; see Client."""
+
+
+class Client:
+    """Settings given once, used by every request this client sends, on connections it
+    keeps (as requests' Session and httpx's Client). The environment (http_proxy,
+    https_proxy, no_proxy) is read when a client is made, never at import.
+
+        client = Client("http://127.0.0.1:8000", headers={"X-Test": "1"}, retries=2)
+        resp, err = client.send(Request("GET", "/users"))
+
+    base_url          what a relative Request URL is resolved against
+    headers           sent with every request (a request's own win)
+    auth              (user, password) for Basic authentication (curl's -u); the URL's
+                      user info otherwise, or with netrc=True, ~/.netrc's (--netrc)
+    context           an ssl.SSLContext for https, such as tls_context(cacert="ca.pem")
+    proxy, noproxy    the proxy's URL (-x; "" for none) and hosts reached without it
+                      (--noproxy); from the environment, as curl reads it, when None
+    cookies           an http.cookiejar.CookieJar, filled by replies and sent from (-b, -c)
+    timeout           seconds the whole exchange may take (curl's --max-time)
+    connect_timeout   seconds a connection may take to open (--connect-timeout)
+    retries           see send
+    follow_redirects  SAFE (GET and HEAD only, at most max_redirects, then the 3xx is the
+                      answer), ALL (every method, by curl -L's rules, and more than
+                      max_redirects is TooManyRedirects) or None (never)
+    keep_method       with ALL, the method stays on every hop (curl -X with -L), its body
+                      kept or dropped as for the method this names (POST for curl's -d)
+    compressed        whether to ask for gzip and deflate replies (they are decoded)
+    repeat_headers    whether a header given twice goes on two lines (as curl sends it)
+                      rather than one (RFC 9110 §5.3)
+    method_as_given   whether a method goes as written ("post", as curl -X sends it; RFC
+                      9110 §9.1: methods are case-sensitive) rather than in capitals
+    """
+
+    def __init__(self, base_url=None, headers=None, auth=None, netrc=False, context=None,
+                 proxy=None, noproxy=None, cookies=None, timeout=DEFAULT_TIMEOUT,
+                 connect_timeout=None, retries=0, follow_redirects=SAFE,
+                 max_redirects=MAX_REDIRECTS, keep_method=None, compressed=True,
+                 user_agent=USER_AGENT, repeat_headers=False, method_as_given=False):
+        self.settings = Settings(base_url, headers, auth, netrc, context, proxy, noproxy,
+                                 cookies, timeout, connect_timeout, retries, follow_redirects,
+                                 max_redirects, keep_method, compressed, user_agent,
+                                 repeat_headers, method_as_given)
+        self.environment = environment_proxies()
+        self.pool, self.routes = ConnectionPool(), {}
+
+    def send(self, request, timeout=None, retries=None, trace=None, save_to=None,
+             progress=None, save_errors=True, **settings):
+        """Send the request; return (Response, None) when a reply came, else (None, error).
+
+        Network, URL, header, timeout, TLS, proxy and file trouble never raises: the
+        exception comes back as the error value, an OSError (or a ValueError for what
+        cannot be sent) whose type says what failed. A body of another kind, or a keyword
+        send does not know, is a mistake in the program, and raises TypeError at once.
+
+        With retries=N, an idempotent request is sent up to N more times while no reply
+        comes or the reply is 429 or 503; see retry_wait. POST and PATCH are never sent
+        twice: the server may have acted on the first. trace, if given, is called with
+        each line that curl -v would show. save_to, a path or a binary file object, gets
+        the body as it arrives (-o); progress, if given, is called with (bytes so far,
+        total or None); with save_errors=False a 4xx or 5xx leaves it alone (--fail), and
+        its body is the Response's. Any setting of the Client (auth=, proxy=, ...) may be
+        given for this one request."""
+        settings = self.settings_with(settings, timeout, retries)
+        download = save_to if isinstance(save_to, Download) or save_to is None else Download(
+            save_to, progress, save_errors)
+        method = str(request.method).upper()
+        for attempt in itertools.count():
+            response, error = self.send_once(request, settings, trace, download)
+            if attempt >= settings.retries or not worth_retrying(method, response, error) or (
+                    spilled(download)):
+                return (response, error) if download is None else saved(response, error,
+                                                                        download)
+            wait = retry_wait(response, attempt)
+            if trace:
+                trace("* %s: retrying in %.3g s (%s)"
+                      % (why(response, error), wait, how_long(response)))
+            time.sleep(wait)
+
+    def settings_with(self, changes, timeout, retries):
+        """The client's settings with this request's changes; TypeError for a name it lacks."""
+        if timeout is not None and timeout != self.settings.timeout:
+            changes["timeout"] = timeout
+        if retries is not None and retries != self.settings.retries:
+            changes["retries"] = retries
+        if not changes:
+            return self.settings
+        unknown = set(changes) - set(Settings._fields)
+        if unknown:
+            raise TypeError("send() got an unexpected keyword argument %r" % unknown.pop())
+        return self.settings._replace(**changes)
+
+    def send_once(self, request, settings, trace, download=None):
+        """Send the request once, following redirects as the settings say: (Response, None),
+        or (None, error) when no reply came."""
+        deadline = time.monotonic() + settings.timeout
+        outgoing = None
+        try:
+            outgoing = prepare(request, settings)
+            for hops in itertools.count():
+                response = self.exchange(outgoing, settings, deadline, trace, download)
+                following = next_request(outgoing, response, settings, hops)
+                if following is None:
+                    response.redirects = hops
+                    return response, None
+                if detailed(trace):
+                    trace("* following the %d to %s" % (response.status_code, following.url))
+                outgoing = following
+        except (OSError, ValueError, http.client.HTTPException) as error:
+            return None, explained(error, outgoing)
+
+    def exchange(self, outgoing, settings, deadline, trace, download):
+        """Send one request and read its reply: the body in memory, or for a 2xx that
+        goes to a download, written there as it arrives."""
+        route = self.route(outgoing.url, settings)
+        target, headers = head_for(outgoing, route, settings)
+        reply, connection = self.pool.start(route, outgoing.method, target, headers,
+                                            outgoing.body, deadline, settings, trace)
+        response = response_head(reply, outgoing.url)
+        if trace:
+            show_reply_head(response, trace)
+        if settings.cookies is not None:
+            keep_cookies(settings.cookies, outgoing, reply)
+        streamed = download is not None and 200 <= reply.status < 300
+        try:
+            if download is not None:
+                download.head(response)
+            raw = self.read_body(reply, connection, outgoing, download if streamed else None,
+                                 deadline)
+        except BaseException:
+            connection.close()
+            raise
+        self.pool.done(route, connection, reply)
+        return with_body(response, raw)
+
+    def read_body(self, reply, connection, outgoing, download, deadline):
+        """The reply's body, decoded as the request asked, or b"" once written to download."""
+        if reply.from_proxy:
+            return reply.body
+        accepted = ", ".join(as_list(outgoing.headers.get(ACCEPT_ENCODING_NAME, "")))
+        codings = reply.msg.get_all("Content-Encoding") or []
+        if download is not None:
+            stream(reply, connection, download, inflaters_for(codings, accepted), deadline)
+            return b""
+        raw = read_all(reply, connection, deadline)
+        return decompress(raw, codings, accepted)
+
+    def route(self, url, settings):
+        """How to reach the URL's host: directly, or through which proxy, with which TLS;
+        kept for the next request to the same place, as the pool keys connections by it."""
+        parts = urlsplit(url)
+        key = (parts.scheme, parts.netloc, settings.proxy, settings.noproxy, settings.context)
+        route = self.routes.get(key)
+        if route is None:
+            scheme = parts.scheme
+            proxy = choose_proxy(parts, settings, self.environment)
+            context = (settings.context or default_tls_context()) if scheme == "https" else None
+            route = Route(scheme, parts.hostname, parts.port or DEFAULT_PORTS[scheme], context,
+                          *proxy_parts(proxy, scheme))
+            if len(self.routes) >= MAX_ROUTES:
+                self.routes.clear()
+            self.routes[key] = route
+        return route
+
+    def close(self):
+        """Close every kept connection."""
+        self.pool.close()
+
+    def __enter__(self):
+        """with Client(...) as client: its connections are closed at the end."""
+        return self
+
+    def __exit__(self, *exception):
+        """Close the connections, whatever ended the block."""
+        self.close()
+
+
+DEFAULT_CLIENT = None
+DEFAULT_CLIENT_LOCK = threading.Lock()
+
+
+def default_client():
+    """The client send() uses, made (reading the environment) at the first request."""
+    global DEFAULT_CLIENT
+    if DEFAULT_CLIENT is None:
+        with DEFAULT_CLIENT_LOCK:
+            if DEFAULT_CLIENT is None:
+                DEFAULT_CLIENT = Client()
+    return DEFAULT_CLIENT
+
+
+def send(request, timeout=DEFAULT_TIMEOUT, retries=0, trace=None, **options):
+    """Send the request with the default client; see Client.send. (Response, None) when a
+    reply came, else (None, error)."""
+    return (DEFAULT_CLIENT or default_client()).send(request, timeout, retries, trace, **options)
+
+
+def close():
+    """Close the default client's kept connections (they are closed at exit too)."""
+    if DEFAULT_CLIENT is not None:
+        DEFAULT_CLIENT.close()
+
+
+# -- preparing the request ----------------------------------------------------------------
+
+Outgoing = namedtuple("Outgoing", "method url headers body")
+Outgoing.__doc__ = """A request ready to go: method, absolute URL, headers (a dict of str,
+with Host first), and body (bytes, a MultipartBody, a file, an iterable, or None)."""
+ACCEPT_ENCODING_NAME = "Accept-Encoding"
+
+
+def prepare(request, settings):
+    """Turn a Request into an Outgoing; ValueError for what cannot be sent."""
+    method = str(request.method) if settings.method_as_given else str(request.method).upper()
+    if not TOKEN.fullmatch(method):
+        raise ValueError("%r is not a valid HTTP method" % method)
+    url = request.url if settings.base_url is None else urljoin(settings.base_url, request.url)
+    full_url = build_url(url, request.params)
+    headers = check_headers({"Host": urlsplit(full_url).netloc, "User-Agent": settings.user_agent},
+                            settings.headers, request.headers, settings.repeat_headers)
+    body = None if request.body is None else body_bytes(request.body, headers)
+    spellings = {name.lower(): name for name in headers}
+    if settings.compressed and "accept-encoding" not in spellings:
+        headers[ACCEPT_ENCODING_NAME] = ACCEPT_ENCODING
+    elif "accept-encoding" in spellings:  # kept under one spelling, for read_body to find
+        headers[ACCEPT_ENCODING_NAME] = headers.pop(spellings["accept-encoding"])
+    if "authorization" not in spellings:
+        credentials = credentials_for(url, settings)
+        if credentials:
+            headers["Authorization"] = basic_credentials(*credentials)
+    add_length(method, body, headers, spellings)
+    return Outgoing(method, full_url, drop_empty(headers), body)
+
+
+def drop_empty(headers):
+    """The headers without those given as None (a default the caller turned off)."""
+    if None in headers.values():
+        return {name: value for name, value in headers.items() if value is not None}
+    return headers
+
 
 def build_url(url, params):
     """The URL to send: http or https only, params appended to its query, no #fragment."""
@@ -204,33 +436,85 @@ def sendable_url(url):
     parts = urlsplit(url)
     if parts.scheme.lower() not in ("http", "https") or not parts.netloc:
         raise ValueError("only http:// and https:// URLs are sent, not %r" % url)
+    parts.port  # a ValueError for a port that is not a number
     # Percent-encode what may not travel raw (spaces, non-ASCII), keeping existing escapes;
     # user info never travels in the request line (it becomes an Authorization header).
-    return urlunsplit((parts.scheme, parts.netloc.rpartition("@")[2],
-                       quote(parts.path, safe=URL_SAFE), quote(parts.query, safe=URL_SAFE), ""))
+    return urlunsplit((parts.scheme.lower(), ascii_authority(parts),
+                       quote(without_dot_segments(parts.path), safe=URL_SAFE) or "/",
+                       quote(parts.query, safe=URL_SAFE), ""))
 
 
-def check_headers(headers):
-    """Return the headers as str to str, or raise ValueError for any that cannot be sent. A
-    name given twice (as pairs) keeps both values in order, on one line (RFC 9110 §5.3)."""
-    checked, spellings = {}, {}
-    for name, value in headers.items() if hasattr(headers, "items") else headers or ():
-        value = str(value)
-        if not TOKEN.fullmatch(name):
-            raise ValueError("%r is not a valid header name" % name)
-        if any(character in value for character in "\r\n\0"):
-            raise ValueError("the value of header %s contains CR, LF or NUL" % name)
-        value.encode("latin-1")  # a UnicodeEncodeError is a ValueError too
-        name = spellings.setdefault(name.lower(), name)
-        if name in checked:  # cookies are joined by "; " (RFC 6265 §5.4), the rest by ", "
-            value = checked[name] + ("; " if name.lower() == "cookie" else ", ") + value
-        checked[name] = value
+def without_dot_segments(path):
+    """The path with its "." and ".." segments resolved (RFC 3986 §5.2.4), as browsers and
+    curl send it: /a/../b/./c is /b/c."""
+    if "/." not in path:
+        return path
+    kept = []
+    for segment in path.split("/")[1:]:
+        if segment == "..":
+            kept = kept[:-1]
+        elif segment != ".":
+            kept.append(segment)
+    ends_in_folder = path.endswith(("/.", "/.."))
+    return "/" + "/".join(kept) + ("/" if ends_in_folder and kept else "")
+
+
+def ascii_authority(parts):
+    """The URL's host and port, a name in non-ASCII letters as IDNA (RFC 5890: "bücher" is
+    "xn--bcher-kva"), as DNS, proxies and the Host header need it."""
+    authority = parts.netloc.rpartition("@")[2]
+    if not NON_ASCII.search(authority):
+        return authority
+    host = parts.hostname.encode("idna").decode("ascii")  # a UnicodeError is a ValueError
+    return host if parts.port is None else "%s:%d" % (host, parts.port)
+
+
+def request_target(url):
+    """The path and query of a URL, as the request line names them (RFC 9112 §3.2.1)."""
+    parts = urlsplit(url)
+    return (parts.path or "/") + ("?" + parts.query if parts.query else "")
+
+
+def check_headers(own, defaults, headers, repeat=False):
+    """Return the client's own headers (Host, User-Agent), its defaults and the request's
+    as str to str, the request's winning, or raise ValueError for any that cannot be sent.
+    A name given twice (as pairs) keeps both values in order, on one line (RFC 9110 §5.3),
+    or with repeat, as a list of the lines to send; None as a value drops the header."""
+    checked, spellings = dict(own), {name.lower(): name for name in own}
+    for given in (defaults, headers):
+        names = set()
+        for name, value in given.items() if hasattr(given, "items") else given or ():
+            if not TOKEN.fullmatch(name):
+                raise ValueError("%r is not a valid header name" % name)
+            value = None if value is None else checked_value(name, value)
+            key = spellings.setdefault(name.lower(), name)
+            if key in names and value is not None and checked[key] is not None:
+                joiner = "; " if key.lower() == "cookie" else ", "  # RFC 6265 §5.4
+                value = (as_list(checked[key]) + [value]) if repeat else checked[key] + (
+                    joiner + value)
+            checked[key] = value
+            names.add(key)
     return checked
+
+
+def as_list(value):
+    """A header's value as the list of its lines."""
+    return value if isinstance(value, list) else [value]
+
+
+def checked_value(name, value):
+    """A header's value as str; ValueError for CR, LF, NUL, or what Latin-1 cannot carry."""
+    value = str(value)
+    if "\r" in value or "\n" in value or "\0" in value:
+        raise ValueError("the value of header %s contains CR, LF or NUL" % name)
+    value.encode("latin-1")  # a UnicodeEncodeError is a ValueError too
+    return value
 
 
 def default_content_type(body):
     """The Content-Type to send with a body whose sender named none (never a form): JSON for
     a JSON object or array; "123" or "true" is text, or octets."""
+    import json
     try:
         is_json = isinstance(json.loads(body), (dict, list))
     except (ValueError, RecursionError):  # not JSON (or nested past what json can read)
@@ -241,209 +525,107 @@ def default_content_type(body):
 
 
 def body_bytes(body, headers):
-    """The body as bytes (or a MultipartBody), with a Content-Type added to headers if it has
-    none: a dict or list goes as JSON, a form as a form; TypeError for any other kind of
-    body, or one json cannot encode."""
+    """The body as bytes (or a MultipartBody, a file or an iterable, sent as read), with a
+    Content-Type added to headers if it has none: a dict or list goes as JSON, a form as a
+    form; TypeError for any other kind of body, or one json cannot encode."""
     has_type = any(name.lower() == "content-type" for name in headers)
     if isinstance(body, (MultipartForm, UrlEncodedForm)):
         return form_body(body, headers, has_type)
     if isinstance(body, (dict, list)):
+        import json
         try:
             body = json.dumps(body)
         except ValueError as error:  # a circular reference: a mistake like any TypeError
             raise TypeError("the body cannot be sent as JSON: %s" % error) from None
         if not has_type:
             headers["Content-Type"] = "application/json"
+    elif hasattr(body, "read") or (hasattr(body, "__iter__") and
+                                   not isinstance(body, (bytes, str, bytearray))):
+        if not has_type:
+            headers["Content-Type"] = "application/octet-stream"
+        return body  # a file or an iterable of bytes, sent as it is read
     elif not isinstance(body, (bytes, str)):
-        raise TypeError("body must be bytes, str, a dict, a list, a form or None, not %s"
-                        % type(body).__name__)
+        raise TypeError("body must be bytes, str, a dict, a list, a form, a file, an "
+                        "iterable of bytes or None, not %s" % type(body).__name__)
     elif not has_type:
         headers["Content-Type"] = default_content_type(body)
     return body.encode("utf-8") if isinstance(body, str) else body
 
 
-def form_body(form, headers, has_type):
-    """A form's body, its Content-Type (and a multipart one's Content-Length) in headers; a
-    multipart body's type is always ours, for it names the boundary."""
-    if isinstance(form, UrlEncodedForm):
-        if not has_type:
-            headers["Content-Type"] = "application/x-www-form-urlencoded"
-        return urlencode(form.fields, quote_via=quote).encode("ascii")
-    body = MultipartBody(form.fields)
-    for name in [name for name in headers if name.lower() == "content-type"]:
-        del headers[name]
-    headers["Content-Type"] = "multipart/form-data; boundary=" + body.boundary
-    headers["Content-Length"] = str(body.length)  # known ahead, so it is not sent chunked
-    return body
-
-
-class MultipartBody:
-    """A multipart/form-data body (RFC 7578) that reads its files as it is sent, a piece at a
-    time, never whole; it can be sent again (after a dead kept connection) from the start."""
-
-    def __init__(self, fields):
-        self.boundary = "rest-client-" + binascii.hexlify(os.urandom(12)).decode("ascii")
-        self.parts = [(part_head(self.boundary, name, value), value)
-                      for name, value in (fields.items() if hasattr(fields, "items") else fields)]
-        self.end = ("--%s--\r\n" % self.boundary).encode("ascii")
-        self.length = len(self.end) + sum(len(head) + part_size(value) + 2
-                                          for head, value in self.parts)
-
-    def __iter__(self):
-        """The body's bytes, a part's head, then its text or its file's pieces, and so on."""
-        for head, value in self.parts:
-            yield head
-            if isinstance(value, Upload):
-                with open(value.path, "rb") as file:
-                    yield from iter(functools.partial(file.read, CHUNK_SIZE), b"")
-            else:
-                yield value.encode("utf-8") if isinstance(value, str) else value
-            yield b"\r\n"
-        yield self.end
-
-
-def part_head(boundary, name, value):
-    """The boundary and headers that open a part: its field name, and a file's name and type."""
-    disposition = 'form-data; name="%s"' % form_quoted(name)
-    lines = ["--" + boundary]
-    if isinstance(value, Upload):
-        filename = value.filename or os.path.basename(value.path)
-        lines.append('Content-Disposition: %s; filename="%s"' % (disposition,
-                                                                 form_quoted(filename)))
-        lines.append("Content-Type: " + (value.content_type or mimetypes.guess_type(filename)[0]
-                                         or "application/octet-stream"))
+def add_length(method, body, headers, spellings):
+    """Say how long the body is: Content-Length when known (a file's size), else chunked
+    (RFC 9112 §7.1). POST, PUT and PATCH without a body say 0, as http.client does."""
+    if "content-length" in spellings or "transfer-encoding" in spellings:
+        return
+    if isinstance(body, bytes):
+        headers["Content-Length"] = str(len(body))
+    elif body is None:
+        if method in ("POST", "PUT", "PATCH"):
+            headers["Content-Length"] = "0"
+    elif isinstance(body, MultipartBody):
+        headers["Content-Length"] = str(body.length)
     else:
-        lines.append("Content-Disposition: " + disposition)
-    return ("\r\n".join(lines) + "\r\n\r\n").encode("utf-8")  # RFC 7578 §5.1.1: UTF-8 names
+        size = file_size(body)
+        if size is None:
+            headers["Transfer-Encoding"] = "chunked"
+        else:
+            headers["Content-Length"] = str(size)
 
 
-def form_quoted(name):
-    """A field or file name inside quotes, escaped as browsers do (RFC 7578 §4.2)."""
-    return name.replace('"', "%22").replace("\r", "%0D").replace("\n", "%0A")
-
-
-def part_size(value):
-    """The bytes of a part's content: a file's size on disk, or the text's in UTF-8."""
-    if isinstance(value, Upload):
-        return os.path.getsize(value.path)  # an OSError when it cannot be read: an error value
-    return len(value.encode("utf-8") if isinstance(value, str) else value)
-
-
-def basic_credentials(user, password):
-    """The Authorization value for Basic authentication (RFC 7617), in UTF-8 (its §2.1)."""
-    pair = ("%s:%s" % (user, password)).encode("utf-8")
-    return "Basic " + base64.b64encode(pair).decode("ascii")
-
-
-def credentials_for(url, options):
-    """The (user, password) to send: auth=, else the URL's user info (percent-decoded), else
-    .netrc's when netrc=True; or None."""
-    if options.auth is not None:
-        return options.auth
-    if "@" in url:  # only then can there be user info; most URLs are spared the parsing
-        parts = urlsplit(url)
-        if parts.username is not None:
-            return unquote(parts.username), unquote(parts.password or "")
-    return netrc_credentials(urlsplit(url).hostname) if options.netrc else None
-
-
-def netrc_credentials(host):
-    """The login and password that ~/.netrc (or the file NETRC names) has for host, or None."""
-    path = os.environ.get("NETRC") or os.path.join(os.path.expanduser("~"), ".netrc")
+def file_size(body):
+    """The bytes left in a regular file to send, or None (a pipe, an iterable)."""
     try:
-        found = netrc.netrc(path).authenticators(host)
-    except FileNotFoundError:
-        return None
-    except netrc.NetrcParseError as error:
-        raise ValueError("cannot read %s: %s" % (path, error)) from None
-    return (found[0], found[2]) if found else None
-
-
-def build_request(request, options=None):
-    """Turn a Request into a urllib.request.Request; raise ValueError for what cannot be sent."""
-    options = options or DEFAULT_OPTIONS
-    method = str(request.method).upper()
-    if not TOKEN.fullmatch(method):
-        raise ValueError("%r is not a valid HTTP method" % method)
-    headers = check_headers(request.headers)
-    body = None if request.body is None else body_bytes(request.body, headers)
-    if not any(name.lower() == "accept-encoding" for name in headers):
-        headers["Accept-Encoding"] = ACCEPT_ENCODING
-    credentials = credentials_for(request.url, options)
-    if credentials and not any(name.lower() == "authorization" for name in headers):
-        headers["Authorization"] = basic_credentials(*credentials)  # a header given wins
-    prepared = urllib.request.Request(build_url(request.url, request.params), data=body,
-                                      headers=headers, method=method)
-    prepared.options = options
-    return prepared
-
-
-# ---------------------------------------------------------------------------------------
-# Sending it and reading the reply
-# ---------------------------------------------------------------------------------------
-
-Options = namedtuple("Options", "context auth netrc proxy noproxy cookies save_to progress")
-Options.__new__.__defaults__ = (None,) * 8
-Options.__doc__ = """send()'s keywords beyond timeout, retries and trace; see send."""
-DEFAULT_OPTIONS = Options()
-
-
-class SafeRedirects(urllib.request.HTTPRedirectHandler):
-    """Follow at most 10 redirects, for GET and HEAD only, and only to http or https.
-
-    urllib would turn a redirected POST into a GET, dropping its body; here any other
-    method gets the 3xx reply itself, as does the eleventh redirect in a row.
-    """
-
-    max_redirections = MAX_REDIRECTS
-    max_repeats = MAX_REDIRECTS  # a loop is followed as far as any other chain
-
-    def redirect_request(self, req, fp, code, msg, headers, newurl):
-        """The request that follows a redirect, or None to return the 3xx reply itself. It
-        carries the caller's headers; a jar's cookies and a proxy's credentials are added
-        anew for where it goes."""
-        method = req.get_method()
-        if method not in ("GET", "HEAD") or urlsplit(newurl).scheme.lower() not in ("http", "https"):
+        status = os.fstat(body.fileno())
+        if not S_ISREG(status.st_mode):
             return None
-        kept = {name: value for name, value in req.headers.items()
-                if name.lower() not in ("content-length", "content-type")}
-        if not credentials_may_follow(req.full_url, newurl):
-            kept = {name: value for name, value in kept.items()
-                    if name.lower() not in CREDENTIAL_HEADERS}
-        followed = urllib.request.Request(newurl.replace(" ", "%20"), headers=kept, method=method,
-                                          origin_req_host=req.origin_req_host, unverifiable=True)
-        followed.options, followed.trace, followed.download = req.options, req.trace, req.download
-        return followed
-
-    # Python before 3.11 does not follow 308 Permanent Redirect; it is 301 for GET and HEAD.
-    http_error_308 = urllib.request.HTTPRedirectHandler.http_error_302
+        return status.st_size - body.tell()
+    except (AttributeError, OSError, ValueError):
+        return None
 
 
-def credentials_may_follow(url, new_url):
-    """Whether credentials may follow a redirect: to the same host and port, never from https
-    to http; http to https from and to the default ports counts as the same place."""
-    old, new = urlsplit(url), urlsplit(new_url)
-    if (old.scheme, new.scheme) == ("https", "http") or old.hostname != new.hostname:
-        return False
-    ports = (old.port or DEFAULT_PORTS[old.scheme], new.port or DEFAULT_PORTS[new.scheme])
-    return ports[0] == ports[1] or ports == (80, 443)
+def S_ISREG(mode):
+    """Whether a file's mode is a regular file's (stat.S_ISREG, without importing stat)."""
+    return mode & 0o170000 == 0o100000
 
 
-def read_response(reply, accept_encoding):
-    """Make a Response from urllib's reply (an HTTPError is a reply too), its body decoded
-    from the codings the request accepted (UndecodableReply if it does not decode)."""
-    headers, spellings = Headers(), {}
-    for name, value in reply.headers.items():
+def head_for(outgoing, route, settings):
+    """The request target and headers for this hop: the jar's cookies for its URL, and to
+    a proxy (not through its tunnel) the whole URL and the proxy's credentials."""
+    headers = dict(outgoing.headers)
+    if settings.cookies is not None:
+        add_cookies(settings.cookies, outgoing, headers)
+    if route.proxy and not route.tunnel:  # RFC 9112 §3.2.2: the absolute form, to a proxy
+        if route.proxy_authorization:
+            headers["Proxy-Authorization"] = route.proxy_authorization
+        return outgoing.url, headers
+    return request_target(outgoing.url), headers
+
+
+# -- the reply -----------------------------------------------------------------------------
+
+def response_head(reply, url):
+    """A Response with the reply's status line and headers; its body comes later."""
+    headers, spellings, lines = Headers(), {}, reply.msg.items()
+    for name, value in lines:
         key = spellings.setdefault(name.lower(), name)  # the first spelling is the key
         dict.setdefault(headers, key, []).append(value)
-    raw = decompress(reply.read(), headers.get("Content-Encoding", []), accept_encoding)
-    charset = charset_of(headers.get("Content-Type", [""])[0]) or "utf-8"
+    response = Response(reply.status, "", headers)
+    response.url, response.reason, response.header_lines = url, reply.reason, lines
+    response.version = "HTTP/1.0" if reply.version == 10 else "HTTP/1.1"
+    response.from_proxy = reply.from_proxy
+    return response
+
+
+def with_body(head, raw):
+    """The Response with its body: the bytes, and the text in the charset it names."""
+    charset = charset_of(head.headers.first("Content-Type")) or "utf-8"
     try:
-        body = raw.decode(charset, errors="replace")
+        text = raw.decode(charset, errors="replace")
     except LookupError:  # a charset Python does not know
-        body = raw.decode("utf-8", errors="replace")
-    response = Response(reply.code, body, headers)
-    response.url, response.content = reply.geturl(), raw
+        text = raw.decode("utf-8", errors="replace")
+    response = Response(head.status_code, text, head.headers)
+    response.__dict__.update(head.__dict__)
+    response.content = raw
     return response
 
 
@@ -456,10 +638,617 @@ def charset_of(content_type):
     return None
 
 
-class UndecodableReply(OSError):
+def read_all(reply, connection, deadline):
+    """The whole body of a reply, read before the deadline."""
+    pieces = []
+    while True:
+        piece = read_piece(reply, connection, deadline)
+        if not piece:
+            ended(reply, sum(map(len, pieces)))
+            return b"".join(pieces)
+        pieces.append(piece)
+
+
+def ended(reply, received):
+    """Mark a reply read to its end (its connection may carry the next request), or raise
+    ReplyCutShort: http.client does not say when a body ends before its Content-Length."""
+    if reply.length:
+        raise ReplyCutShort("the reply ended after %d bytes, %d short of its length"
+                            % (received, reply.length))
+    reply.close()
+
+
+def read_piece(reply, connection, deadline, size=CHUNK_SIZE):
+    """What has arrived of the body, up to size bytes (b"" at its end), before the
+    deadline."""
+    if connection.sock is not None:  # None once a reply that ends its connection is in
+        keep_within(connection.sock, deadline)
+    try:
+        return reply.read1(size)
+    except http.client.IncompleteRead:  # a chunked body that stopped before its last chunk
+        raise ReplyCutShort("the reply ended before its last chunk") from None
+
+
+# -- redirects and retries -----------------------------------------------------------------
+
+def next_request(outgoing, response, settings, hops):
+    """The request that follows a redirect, or None when the reply is the answer. SAFE
+    follows GET and HEAD only and lets the last 3xx be the answer; ALL follows curl -L's
+    rules and says TooManyRedirects past the limit."""
+    mode = settings.follow_redirects
+    location = response.headers.first("Location", None)
+    if not mode or location is None or response.status_code not in REDIRECT_STATUSES:
+        return None
+    if mode == SAFE and outgoing.method not in ("GET", "HEAD"):
+        return None
+    if hops >= settings.max_redirects:
+        if mode == SAFE:
+            return None
+        raise TooManyRedirects("more than %d redirects, the last to %s"
+                               % (settings.max_redirects, location))
+    new_url = urljoin(outgoing.url, location.strip().replace(" ", "%20"))
+    if urlsplit(new_url).scheme.lower() not in ("http", "https"):
+        return None
+    method, body, headers = redirected(outgoing, response.status_code, settings.keep_method)
+    if not credentials_may_follow(outgoing.url, new_url):
+        headers = {name: value for name, value in headers.items()
+                   if name.lower() not in CREDENTIAL_HEADERS}
+    headers["Host"] = urlsplit(sendable_url(new_url)).netloc
+    return Outgoing(method, sendable_url(new_url), headers, body)
+
+
+def redirected(outgoing, status, keep_method):
+    """The method, body and headers after a redirect (RFC 9110 §15.4, as curl and browsers
+    do): a 303, and a 301 or 302 to a POST, go on as GET without the body; a 307 or 308
+    keeps both. With keep_method (curl's -X), the method stays, and the body goes as it
+    would for the method keep_method names (POST for curl's -d)."""
+    method, body = outgoing.method, rewound(outgoing.body)
+    rules = keep_method or method
+    if (status == 303 and rules != "HEAD") or (status in (301, 302) and rules == "POST"):
+        method, body = (method if keep_method else "GET"), None
+    headers = dict(outgoing.headers)
+    if body is None:
+        for name in [name for name in headers if name.lower() in (
+                "content-type", "content-length", "transfer-encoding")]:
+            del headers[name]
+    return method, body, headers
+
+
+def credentials_may_follow(url, new_url):
+    """Whether credentials may follow a redirect: to the same host and port, never from https
+    to http; http to https from and to the default ports counts as the same place."""
+    old, new = urlsplit(url), urlsplit(new_url)
+    if (old.scheme, new.scheme) == ("https", "http") or old.hostname != new.hostname:
+        return False
+    ports = (old.port or DEFAULT_PORTS[old.scheme], new.port or DEFAULT_PORTS[new.scheme])
+    return ports[0] == ports[1] or ports == (80, 443)
+
+
+def spilled(download):
+    """Whether part of a body went where a retry cannot take it back: a file object (a
+    pipe, say), not a path, whose file beside the target starts again."""
+    return download is not None and download.size > 0 and not download.is_path
+
+
+def worth_retrying(method, response, error):
+    """Whether to send a request again: it must be idempotent (RFC 9110 §9.2.2), and no
+    reply came (for a request that could be sent) or the reply said to try again later."""
+    if method not in IDEMPOTENT_METHODS or isinstance(error, ValueError):
+        return False
+    return response is None or response.status_code in RETRY_STATUSES
+
+
+def retry_wait(response, attempt):
+    """Seconds to wait before retry number attempt + 1 (counting from 0).
+
+    The reply's Retry-After, in seconds or as an HTTP date (RFC 9110 §10.2.3), capped at
+    30 s; without one, 0.5 s doubled each time, with random jitter of up to half the wait
+    either way, so that many clients do not come back at the same moment; at most 8 s.
+    """
+    asked = retry_after(response) if response is not None else None
+    if asked is not None:
+        return min(asked, MAX_RETRY_AFTER)
+    import random
+    wait = FIRST_BACKOFF * 2 ** min(attempt, 16)
+    return min(random.uniform(wait / 2, wait * 1.5), MAX_BACKOFF)
+
+
+def retry_after(response):
+    """The seconds a reply's Retry-After asks for (0 for a date past), or None."""
+    import email.utils
+    from datetime import datetime, timezone
+    value = (response.headers.get("Retry-After") or [""])[0].strip()
+    if ASCII_DIGITS.fullmatch(value):  # not isdigit(), which takes "²" and other digits
+        return float(value)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):  # not a date (Python before 3.10 says TypeError)
+        return None
+    if when.tzinfo is None:  # "-0000": a time in UTC
+        when = when.replace(tzinfo=timezone.utc)
+    return max(0.0, (when - datetime.now(timezone.utc)).total_seconds())
+
+
+def why(response, error):
+    """Why a retry is made, in a few words."""
+    if response is not None:
+        return "%d %s" % (response.status_code, response.reason)
+    return "no reply (%s)" % error
+
+
+def how_long(response):
+    """Where the wait before a retry comes from."""
+    if response is not None and retry_after(response) is not None:
+        return "Retry-After: %s" % response.headers["Retry-After"][0]
+    return "backoff"
+
+
+# -- errors that say what failed -----------------------------------------------------------
+
+class TransferError(OSError):
+    """No (whole) reply came; the subclass says why, the text names the host and port, the
+    proxy or the file. reason is the lower-level error, when there was one."""
+
+    def __init__(self, message, reason=None):
+        super().__init__(message)
+        self.reason = reason
+
+    def __str__(self):
+        """The message alone, without the lower-level error."""
+        return self.args[0]
+
+
+class NameNotResolved(TransferError):
+    """The host's name has no address (curl's exit 6)."""
+
+
+class CouldNotConnect(TransferError):
+    """The connection was refused, or the host could not be reached (curl's exit 7)."""
+
+
+TIMEOUT_TYPES = (TimeoutError,) if socket.timeout is TimeoutError else (socket.timeout,
+                                                                         TimeoutError)
+
+
+class Timeout(TransferError, *TIMEOUT_TYPES):  # socket.timeout is TimeoutError from 3.10
+    """The exchange took longer than the timeout allows (curl's exit 28)."""
+
+
+class TLSError(TransferError):
+    """The TLS handshake failed (curl's exit 35)."""
+
+
+class UntrustedCertificate(TLSError):
+    """The server's certificate did not verify (curl's exit 60); the text says what would
+    help."""
+
+
+class ProxyError(TransferError):
+    """The proxy could not be reached (curl's exit 7), or refused a tunnel (56)."""
+
+
+class ProxyNotResolved(ProxyError):
+    """The proxy's name has no address (curl's exit 5)."""
+
+
+class TooManyRedirects(TransferError):
+    """More redirects than the limit allows (curl's exit 47)."""
+
+
+class EmptyReply(TransferError):
+    """The server closed the connection without a word (curl's exit 52)."""
+
+
+class ReceiveError(TransferError):
+    """The connection failed while the reply was read (curl's exit 56)."""
+
+
+class ReplyCutShort(ReceiveError):
+    """A body that ended before its end: short of its length, or its connection lost
+    (curl's exit 18)."""
+
+
+BrokenDownload = ReplyCutShort  # its name when only downloads were said to break
+
+
+class UndecodableReply(TransferError):
     """A reply in a content coding the request accepted that does not decode: no usable
     reply came, so it is an error value, never a half-decoded body."""
 
+
+def explained(error, outgoing):
+    """The error to return, typed by what failed and naming where, if it is not yet."""
+    if isinstance(error, (TransferError, ValueError)):
+        return error
+    where = "?" if outgoing is None else urlsplit(outgoing.url).netloc
+    if isinstance(error, socket.timeout):
+        return Timeout("no reply from %s within the time allowed" % where, error)
+    if isinstance(error, (http.client.RemoteDisconnected, http.client.BadStatusLine)):
+        return EmptyReply("%s closed the connection without a reply" % where, error)
+    if isinstance(error, http.client.IncompleteRead):
+        return ReplyCutShort("the reply from %s ended before its end" % where, error)
+    ssl = sys.modules.get("ssl")  # loaded with http.client, where Python has it
+    if isinstance(error, (ConnectionError, http.client.HTTPException)) or (
+            ssl is not None and isinstance(error, ssl.SSLError)):
+        return ReceiveError("the connection to %s broke: %s" % (where, error), error)
+    return error
+
+
+# ---------------------------------------------------------------------------------------
+# Kept connections: one TCP connection for many requests (RFC 9112 §9.3)
+#
+# A connection whose reply was read to its end waits in its client's pool for the next
+# request to the same place, as Go's client, requests' Session and urllib3 keep theirs.
+# ---------------------------------------------------------------------------------------
+
+MAX_IDLE_PER_HOST = 32  # kept connections waiting for a request, per host
+IDLE_TIMEOUT = 90.0  # seconds a kept connection may wait before it is closed (as Go's)
+DEAD_CONNECTION = (ConnectionResetError, ConnectionAbortedError, BrokenPipeError,
+                   http.client.BadStatusLine)  # RemoteDisconnected is both of the first and last
+
+Route = namedtuple("Route", "scheme host port context proxy proxy_authorization tunnel")
+Route.__doc__ = """Where a connection goes: the origin's scheme, host and port, the TLS
+context for https, and the proxy's (host, port) with its credentials and whether the
+origin is reached through its tunnel (CONNECT, for https). Connections are kept per
+route: one made without verification never carries a request that asks for it."""
+
+
+class ConnectionPool:
+    """Idle connections by route, safe to share between threads; a connection in use is in
+    no pool, so none waits for another."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.idle = {}  # route -> [(connection, when it became idle)], the newest last
+        register_for_exit(self)
+
+    def start(self, route, method, target, headers, body, deadline, settings, trace):
+        """Send a request on a kept connection, or a new one: (the reply, its head read,
+        the connection). A kept connection found dead under an idempotent request is
+        replaced once; a POST may have reached the server, and is never sent twice."""
+        connection = self.take(route)
+        if connection is not None:
+            try:
+                return or_close(connection, send_request, connection, method, target,
+                                headers, body, deadline, trace), connection
+            except DEAD_CONNECTION:
+                if method not in IDEMPOTENT_METHODS:
+                    raise
+                body = rewound(body)
+        connection = Connection(route, settings.connect_timeout)
+        return or_close(connection, send_request, connection, method, target, headers, body,
+                        deadline, trace), connection
+
+    def take(self, route):
+        """An idle connection for the route that the server has not closed meanwhile."""
+        with self.lock:
+            waiting = self.idle.get(route)
+            while waiting:
+                connection, since = waiting.pop()
+                if time.monotonic() - since < IDLE_TIMEOUT and still_open(connection):
+                    return connection
+                connection.close()
+        return None
+
+    def done(self, route, connection, reply):
+        """Keep a connection whose reply was read to its end, unless the reply ends it
+        (Connection: close, HTTP/1.0 without keep-alive, a length unknown)."""
+        if reply.will_close or connection.sock is None:
+            connection.close()
+            return
+        with self.lock:
+            waiting = self.idle.setdefault(route, [])
+            waiting.append((connection, time.monotonic()))
+            while len(waiting) > MAX_IDLE_PER_HOST:
+                waiting.pop(0)[0].close()
+
+    def close(self):
+        """Close every idle connection."""
+        with self.lock:
+            for waiting in self.idle.values():
+                for connection, _ in waiting:
+                    connection.close()
+            self.idle.clear()
+
+
+POOLS = None  # every live client's pool, closed at exit (made with the first)
+
+
+def register_for_exit(pool):
+    """Close the pool's connections at interpreter exit, unless it is gone by then."""
+    global POOLS
+    if POOLS is None:
+        import atexit
+        import weakref
+        POOLS = weakref.WeakSet()  # a client dropped takes its pool with it
+        atexit.register(lambda: [each.close() for each in list(POOLS)])
+    POOLS.add(pool)
+
+
+def still_open(connection):
+    """Whether a kept connection may carry a request: the server has neither closed it nor
+    sent anything unasked, as urllib3 and Go check: nothing is there to read."""
+    import select
+    try:
+        return not select.select([connection.sock], [], [], 0)[0]  # EOF reads as readable
+    except (ValueError, TypeError, OSError):  # no socket, or one select cannot watch
+        return False
+
+
+def or_close(connection, work, *arguments):
+    """work(*arguments), closing the connection if anything goes wrong: after a timeout too,
+    as the reply might still come, out of step with the next request."""
+    try:
+        return work(*arguments)
+    except BaseException:
+        connection.close()
+        raise
+
+
+def send_request(connection, method, target, headers, body, deadline, trace):
+    """Write the request's head and body, and read the reply's head."""
+    connection.trace = trace
+    if connection.sock is None:
+        remaining = time_left(deadline)
+        connection.timeout = min(remaining, connection.connect_timeout or remaining)
+        try:
+            connection.connect()
+        except ProxyRefused as refusal:  # the proxy's answer to the CONNECT is the reply
+            return refusal.reply
+    keep_within(connection.sock, deadline)
+    connection.putrequest(method, target, skip_host=True, skip_accept_encoding=True)
+    for name, value in headers.items():
+        if value.__class__ is list:  # a header repeated on lines of its own
+            for line in value:
+                connection.putheader(name, line)
+        else:
+            connection.putheader(name, value)
+    chunked = headers.get("Transfer-Encoding") == "chunked"
+    connection.endheaders(pieces_of(body), encode_chunked=chunked)
+    return connection.getresponse()
+
+
+def time_left(deadline):
+    """Seconds until the deadline; socket.timeout once it has passed."""
+    remaining = deadline - time.monotonic()
+    if remaining <= 0:
+        raise socket.timeout("timed out")
+    return remaining
+
+
+def keep_within(sock, deadline):
+    """Let the socket wait no longer than the time left, so that a server that drips a
+    byte at a time cannot stretch the exchange past it (settimeout is a system call: only
+    once the time left differs by more than 50 ms)."""
+    remaining = time_left(deadline)
+    if abs(sock.gettimeout() - remaining) > 0.05:
+        sock.settimeout(remaining)
+
+
+def rewound(body):
+    """A body to send again, a file read from its start (io.UnsupportedOperation, an
+    OSError, for a pipe, which cannot be read twice)."""
+    if hasattr(body, "read"):
+        body.seek(0)
+    return body
+
+
+def pieces_of(body):
+    """The body as http.client sends it: bytes, or an iterable of bytes (a file read a
+    large piece at a time)."""
+    if hasattr(body, "read"):
+        return iter(functools.partial(body.read, CHUNK_SIZE), b"")
+    return body
+
+
+class Reply(http.client.HTTPResponse):
+    """http.client's reply; from_proxy marks a proxy's refusal of a tunnel."""
+
+    from_proxy = False
+
+
+class Connection(http.client.HTTPConnection):
+    """A connection along a route: to the origin or to its proxy, through the proxy's
+    tunnel (CONNECT) for https, and in TLS for https. The first thing it sends for a
+    request, its head, is shown to trace, as curl -v shows it."""
+
+    response_class = Reply
+
+    def __init__(self, route, connect_timeout=None):
+        host, port = route.proxy or (route.host, route.port)
+        super().__init__(host, port)
+        self.route, self.connect_timeout, self.trace = route, connect_timeout, None
+
+    def connect(self):
+        """Open the TCP connection, the proxy's tunnel and TLS, as the route says."""
+        self.sock = self.open_socket()
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if detailed(self.trace):
+            self.trace("* Connected to %s (%s) port %d"
+                       % (self.host, self.sock.getpeername()[0], self.port))
+        if self.route.tunnel:
+            open_tunnel(self)
+        if self.route.scheme == "https":
+            self.sock = start_tls(self.sock, self.route, self.trace)
+
+    def open_socket(self):
+        """A TCP connection to the host (or proxy); an error naming it when none opens."""
+        proxy = " proxy" if self.route.proxy else ""
+        try:
+            # the name as bytes: it is ASCII already (IDNA), and a str would make socket
+            # load the idna codec to say so
+            return socket.create_connection((self.host.encode("ascii"), self.port),
+                                            self.timeout)
+        except socket.gaierror as error:
+            kind = ProxyNotResolved if proxy else NameNotResolved
+            raise kind("could not resolve%s host %s: %s" % (proxy, self.host, error.strerror),
+                       error) from None
+        except socket.timeout as error:
+            raise Timeout("could not connect to%s %s port %d within %.3g s"
+                          % (proxy, self.host, self.port, self.timeout), error) from None
+        except OSError as error:
+            kind = ProxyError if proxy else CouldNotConnect
+            raise kind("could not connect to%s %s port %d: %s"
+                       % (proxy, self.host, self.port, error.strerror or error), error) from None
+
+    def send(self, data):
+        """Send bytes; the first of a request, its head, is shown to trace."""
+        if self.trace:
+            trace, self.trace = self.trace, None  # what follows is the body
+            show_request_head(data, trace)
+        super().send(data)
+
+
+class ProxyRefused(Exception):
+    """A proxy's answer to a CONNECT other than 200 (a 407, say), kept as the reply."""
+
+    def __init__(self, reply):
+        super().__init__(reply.status)
+        self.reply = reply
+        reply.from_proxy, reply.body, reply.will_close = True, reply.read(), True
+
+
+def open_tunnel(connection):
+    """Ask the proxy for a tunnel to the origin (CONNECT, RFC 9110 §9.3.6), its credentials
+    on the CONNECT alone; ProxyRefused with its reply when it says no."""
+    route = connection.route
+    authority = "%s:%d" % (route.host, route.port)
+    head = ["CONNECT %s HTTP/1.1" % authority, "Host: " + authority]
+    if route.proxy_authorization:
+        head.append("Proxy-Authorization: " + route.proxy_authorization)
+    if detailed(connection.trace):
+        for line in head:
+            connection.trace("> " + masked(line))
+    connection.sock.sendall(("\r\n".join(head) + "\r\n\r\n").encode("latin-1"))
+    reply = Reply(connection.sock, method="CONNECT")
+    reply.begin()
+    if detailed(connection.trace):
+        connection.trace("< HTTP/1.%d %d %s" % (reply.version % 10, reply.status, reply.reason))
+    if reply.status != 200:
+        connection.close()
+        raise ProxyRefused(reply)
+
+
+# ---------------------------------------------------------------------------------------
+# Downloads: a body written to a file as it arrives, never whole in memory
+# ---------------------------------------------------------------------------------------
+
+class Download:
+    """Where a body goes as it arrives: a binary file object, or a path. A regular file (or
+    one not there yet) is written beside itself and renamed at the end, so that no
+    half-written file ever bears its name; a symbolic link is followed, and the file it
+    names is replaced whole; anything else (a device such as /dev/null, a FIFO, a terminal)
+    is written into as it is, for renaming a file over it would destroy it."""
+
+    def __init__(self, target, progress=None, save_errors=True):
+        self.target, self.progress, self.file, self.size = target, progress, None, 0
+        self.save_errors = save_errors  # False: a 4xx or 5xx reply never touches the target
+        self.complete = False  # whether a whole body was streamed into the file
+        self.is_path = isinstance(target, (str, bytes, os.PathLike))
+        self.in_place = False  # whether the path is written into as it is
+
+    def begin(self):
+        """Start a body (again, after a failed try: a file beside the target starts empty)."""
+        self.size, self.complete = 0, False
+        if not self.is_path:
+            self.file = self.target
+        elif self.file is None:
+            self.file = self.open_file()
+        elif not self.in_place:
+            self.file.seek(0)
+            self.file.truncate()
+
+    def open_file(self):
+        """Open the special file itself, or a new file beside the regular one the path
+        names (made as open() makes files, its mode from the umask)."""
+        self.real = os.path.realpath(self.target)  # a link's own file is the one replaced
+        if not regular_or_missing(self.real):
+            self.in_place = True
+            return open(self.real, "wb")
+        folder, name = os.path.split(self.real)
+        random_part = os.urandom(4).hex()
+        return open(os.path.join(folder, ".%s.%s.part" % (name, random_part)), "xb")
+
+    def head(self, response):
+        """See the head of each reply, before its body (curl -i writes it out)."""
+
+    def write(self, data):
+        """Add a piece of the body."""
+        self.file.write(data)
+        self.size += len(data)
+
+    def finish(self):
+        """Give the whole file its name."""
+        if self.is_path:
+            self.file.close()
+            if not self.in_place:
+                os.replace(self.file.name, self.real)
+        else:
+            self.file.flush()
+
+    def abandon(self):
+        """Remove the half-written file beside the target."""
+        if self.is_path and self.file is not None:
+            self.file.close()
+            try:
+                if not self.in_place:
+                    os.remove(self.file.name)
+            except FileNotFoundError:  # renamed already
+                pass
+
+
+def regular_or_missing(path):
+    """Whether a path names a regular file or nothing yet (not a device, FIFO or folder)."""
+    try:
+        return S_ISREG(os.stat(path).st_mode)
+    except FileNotFoundError:
+        return True
+
+
+def stream(reply, connection, download, inflaters, deadline):
+    """Write a reply's body to the download as it arrives, decoded; ReplyCutShort or
+    UndecodableReply when it fails half-way."""
+    received, total = 0, reply.length
+    download.begin()
+    while True:
+        piece = read_piece(reply, connection, deadline)
+        if not piece:
+            break
+        received += len(piece)
+        download.write(decoded(piece, inflaters))
+        if download.progress:
+            download.progress(received, total)
+    ended(reply, received)
+    download.write(finished(inflaters) if received else b"")  # a HEAD reply has no body
+    download.complete = True
+
+
+def saved(response, error, download):
+    """send()'s result for a download: an empty body that says where the bytes went and
+    how many; a reply whose body was kept in memory (a 3xx, a 4xx) is written there now,
+    unless save_errors is False and it is a 4xx or 5xx (then it is the Response's)."""
+    if error is None and not download.save_errors and response.status_code >= 400:
+        return response, None  # the target is left as it was
+    try:
+        if error is None:
+            if not download.complete:
+                download.begin()
+                download.write(response.content)
+            download.finish()
+    except OSError as failure:
+        error = failure
+    if error is not None:
+        download.abandon()
+        return None, error
+    result = Response(response.status_code, "", response.headers)
+    result.__dict__.update(response.__dict__)
+    result.content, result.saved_to, result.saved_size = b"", download.target, download.size
+    return result, None
+
+
+# ---------------------------------------------------------------------------------------
+# Content codings: gzip and deflate replies, decoded as they arrive (RFC 9110 §8.4)
+# ---------------------------------------------------------------------------------------
 
 def decompress(raw, content_encodings, accept_encoding):
     """The body with the codings the request accepted undone. An empty body has nothing to
@@ -489,7 +1278,8 @@ class Inflater:
     send bare deflate data, which browsers take too."""
 
     def __init__(self, coding):
-        self.coding, self.started = coding, False
+        import zlib  # here: a plain request never needs it
+        self.zlib, self.coding, self.started = zlib, coding, False
         self.engine = zlib.decompressobj(zlib.MAX_WBITS | (0 if coding == "deflate" else 16))
 
     def decode(self, data):
@@ -499,10 +1289,10 @@ class Inflater:
                 self.started = True
                 try:
                     return self.engine.decompress(data)
-                except zlib.error:  # no zlib header: bare deflate
-                    self.engine = zlib.decompressobj(-zlib.MAX_WBITS)
+                except self.zlib.error:  # no zlib header: bare deflate
+                    self.engine = self.zlib.decompressobj(-self.zlib.MAX_WBITS)
             return self.engine.decompress(data)
-        except zlib.error as error:
+        except self.zlib.error as error:
             raise UndecodableReply("the %s reply does not decode: %s"
                                    % (self.coding, error)) from None
 
@@ -530,227 +1320,30 @@ def finished(inflaters):
     return rest
 
 
-def send(request, timeout=DEFAULT_TIMEOUT, retries=0, trace=None, **options):
-    """Send the request; return (Response, None) when a reply came, else (None, error).
-
-    Network, URL, header, timeout, TLS, proxy and file trouble never raises: the exception
-    comes back as the error value (URLError, TimeoutError, ValueError, ...). A body that is
-    not bytes, str, a dict, a list, a form or None, or a keyword send does not know, is a
-    mistake in the program, and raises TypeError at once. Connections are kept and reused
-    (see KeptConnections); close() closes them.
-
-    With retries=N, an idempotent request is sent up to N more times while no reply
-    comes or the reply is 429 or 503; see retry_wait. POST and PATCH are never sent
-    twice: the server may have acted on the first. trace, if given, is called with each
-    line that curl -v would show. The other keywords do what curl's options do:
-
-    context   an ssl.SSLContext for https, such as tls_context(cacert="ca.pem") (--cacert)
-    auth      (user, password) sent with Basic authentication (-u); the URL's user info
-              (http://user:pass@host/) otherwise, or with netrc=True, ~/.netrc's (--netrc)
-    proxy     the proxy's URL, credentials in it for the proxy alone (-x); "" for none;
-              http_proxy or https_proxy from the environment (as it was at import) when None
-    noproxy   hosts to reach without the proxy, "a.example,.b.example" (--noproxy), or
-              no_proxy from the environment when None
-    cookies   an http.cookiejar.CookieJar, filled by replies and sent from (-b, -c)
-    save_to   a path or a binary file object to write the body to as it arrives (-o);
-              progress, if given, is called with (bytes so far, total or None)
-    """
-    options = Options(**options)
-    timeout = DEFAULT_TIMEOUT if timeout is None else timeout  # never wait for ever
-    method = str(request.method).upper()
-    download = None if options.save_to is None else Download(options.save_to, options.progress)
-    for attempt in itertools.count():
-        response, error = send_once(request, timeout, trace, options, download)
-        if attempt >= retries or not worth_retrying(method, response, error):
-            return (response, error) if download is None else saved(response, error, download)
-        wait = retry_wait(response, attempt)
-        if trace:
-            trace("* %s: retrying in %.3g s (%s)"
-                  % (why(response, error), wait, how_long(response)))
-        time.sleep(wait)
-
-
-def worth_retrying(method, response, error):
-    """Whether to send a request again: it must be idempotent (RFC 9110 §9.2.2), and no
-    reply came (for a request that could be sent) or the reply said to try again later."""
-    if method not in IDEMPOTENT_METHODS or isinstance(error, ValueError):
-        return False
-    return response is None or response.status_code in RETRY_STATUSES
-
-
-def send_once(request, timeout, trace, options=DEFAULT_OPTIONS, download=None):
-    """Send the request once: (Response, None), or (None, error) when no reply came."""
-    try:
-        prepared = build_request(request, options)
-        prepared.trace, prepared.download = trace, download
-        try:
-            reply = OPENER.open(prepared, timeout=timeout)
-        except urllib.error.HTTPError as error:  # a 4xx or 5xx (or a 3xx not followed)
-            reply = error  # is a reply like any other
-        with reply:
-            response = read_response(reply, prepared.get_header("Accept-encoding", ""))
-    except (OSError, ValueError, http.client.HTTPException) as error:
-        return None, explained(error)  # URLError and TimeoutError are OSErrors
-    if trace:
-        show_reply_head(response, trace)
-    return response, None
-
-
-def retry_wait(response, attempt):
-    """Seconds to wait before retry number attempt + 1 (counting from 0).
-
-    The reply's Retry-After, in seconds or as an HTTP date (RFC 9110 §10.2.3), capped at
-    30 s; without one, 0.5 s doubled each time, with random jitter of up to half the wait
-    either way, so that many clients do not come back at the same moment; at most 8 s.
-    """
-    asked = retry_after(response) if response is not None else None
-    if asked is not None:
-        return min(asked, MAX_RETRY_AFTER)
-    wait = FIRST_BACKOFF * 2 ** min(attempt, 16)
-    return min(random.uniform(wait / 2, wait * 1.5), MAX_BACKOFF)
-
-
-def retry_after(response):
-    """The seconds a reply's Retry-After asks for (0 for a date past), or None."""
-    value = (response.headers.get("Retry-After") or [""])[0].strip()
-    if ASCII_DIGITS.fullmatch(value):  # not isdigit(), which takes "²" and other digits
-        return float(value)
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):  # not a date (Python before 3.10 says TypeError)
-        return None
-    if when.tzinfo is None:  # "-0000": a time in UTC
-        when = when.replace(tzinfo=timezone.utc)
-    return max(0.0, (when - datetime.now(timezone.utc)).total_seconds())
-
-
-def why(response, error):
-    """Why a retry is made, in a few words."""
-    if response is not None:
-        return "%d %s" % (response.status_code, HTTPStatus(response.status_code).phrase)
-    return "no reply (%s)" % (getattr(error, "reason", None) or error)
-
-
-def how_long(response):
-    """Where the wait before a retry comes from."""
-    if response is not None and retry_after(response) is not None:
-        return "Retry-After: %s" % response.headers["Retry-After"][0]
-    return "backoff"
-
-
 # ---------------------------------------------------------------------------------------
-# Downloads: a body written to a file as it arrives, never whole in memory
+# TLS: the system's CAs or the caller's, client certificates, and what to say on failure
 # ---------------------------------------------------------------------------------------
 
-class Download:
-    """Where a body goes as it arrives: a binary file object, or a path, written beside
-    itself and renamed at the end, so that no half-written file ever bears its name."""
+UNKNOWN_ISSUER = (2, 18, 19, 20, 21)  # OpenSSL's X509_V_ERR_* for an issuer not trusted
 
-    def __init__(self, target, progress=None):
-        self.target, self.progress, self.file, self.size = target, progress, None, 0
-        self.complete = False  # whether a whole body was streamed into the file
-        self.is_path = isinstance(target, (str, bytes, os.PathLike))
-
-    def begin(self):
-        """Start a body (again, after a failed try: a file beside the target starts empty)."""
-        self.size, self.complete = 0, False
-        if not self.is_path:
-            self.file = self.target
-        elif self.file is None:  # made as open() makes files, its mode from the umask
-            folder, name = os.path.split(os.path.abspath(self.target))
-            random_part = binascii.hexlify(os.urandom(4)).decode("ascii")
-            self.file = open(os.path.join(folder, ".%s.%s.part" % (name, random_part)), "xb")
-        else:
-            self.file.seek(0)
-            self.file.truncate()
-
-    def write(self, data):
-        """Add a piece of the body."""
-        self.file.write(data)
-        self.size += len(data)
-
-    def finish(self):
-        """Give the whole file its name."""
-        if self.is_path:
-            self.file.close()
-            os.replace(self.file.name, self.target)
-
-    def abandon(self):
-        """Remove the half-written file beside the target."""
-        if self.is_path and self.file is not None:
-            self.file.close()
-            try:
-                os.remove(self.file.name)
-            except FileNotFoundError:  # renamed already
-                pass
-
-
-class BrokenDownload(OSError):
-    """A body that stopped half-way: the connection failed, or it ended short of its length."""
-
-
-def stream(reply, download, accept_encoding):
-    """Write a 2xx reply's body to the download as it arrives, decoded, into one buffer
-    reused for every piece; BrokenDownload or UndecodableReply when it fails half-way."""
-    inflaters = inflaters_for(reply.msg.get_all("Content-Encoding") or [], accept_encoding)
-    buffer, received, total = memoryview(bytearray(CHUNK_SIZE)), 0, reply.length
-    download.begin()
-    for count in iter(functools.partial(read_piece, reply, buffer), 0):
-        received += count
-        download.write(decoded(buffer[:count], inflaters))
-        if download.progress:
-            download.progress(received, total)
-    if reply.length:  # http.client does not say when a body ends before its Content-Length
-        raise BrokenDownload("the reply ended after %d bytes, %d short of its length"
-                             % (received, reply.length))
-    download.write(finished(inflaters))
-    download.complete = True
-
-
-def read_piece(reply, buffer):
-    """Read the next piece of a body into the buffer; how many bytes (0 at the end)."""
-    try:
-        return reply.readinto(buffer)
-    except (OSError, http.client.HTTPException) as error:  # not a dead kept connection:
-        raise BrokenDownload("the reply broke off: %r" % error) from None  # never resent
-
-
-def saved(response, error, download):
-    """send()'s result for a download: an empty body that says where the bytes went and
-    how many; a reply whose body was kept in memory (a 3xx, a 4xx) is written there now."""
-    try:
-        if error is None:
-            if not download.complete:
-                download.begin()
-                download.write(response.content)
-            download.finish()
-    except OSError as failure:
-        error = failure
-    if error is not None:
-        download.abandon()
-        return None, error
-    result = Response(response.status_code, "", response.headers)
-    result.url, result.saved_to, result.saved_size = response.url, download.target, download.size
-    return result, None
-
-
-# ---------------------------------------------------------------------------------------
-# TLS, proxies and cookies, as curl has them
-# ---------------------------------------------------------------------------------------
 
 @functools.lru_cache(maxsize=32)
 def tls_context(cacert=None, capath=None, cert=None, key=None, insecure=False):
-    """An ssl.SSLContext for send(context=...): it trusts the CAs in cacert (a PEM file) or
-    capath (a folder) instead of the system's, shows a client certificate (cert, and key
+    """An ssl.SSLContext for Client(context=...): it trusts the CAs in cacert (a PEM file)
+    or capath (a folder) instead of the system's, shows a client certificate (cert, and key
     unless cert holds it) for mutual TLS, or, only with insecure=True, checks nothing.
     OSError (ssl.SSLError too) for a file it cannot read. The same settings give the same
     context, so that requests made with them share kept connections.
 
     Without a context, the system's CAs are trusted, and SSL_CERT_FILE and SSL_CERT_DIR
     name others, as OpenSSL reads them."""
+    import ssl
     if capath is not None:
         os.listdir(capath)  # OpenSSL would look in it only when a certificate comes
     context = ssl.create_default_context(cafile=cacert, capath=capath)
+    # Python 3.13 adds VERIFY_X509_STRICT, which refuses a CA made without a key usage
+    # extension (openssl req -x509 makes one); curl, urllib3 and browsers accept it.
+    context.verify_flags &= ~getattr(ssl, "VERIFY_X509_STRICT", 0)
     if cert is not None:
         context.load_cert_chain(cert, key)
     if insecure:
@@ -759,80 +1352,105 @@ def tls_context(cacert=None, capath=None, cert=None, key=None, insecure=False):
     return context
 
 
-class UntrustedCertificate(urllib.error.URLError):
-    """The server's certificate does not verify; the text says how to trust its CA."""
+def default_tls_context():
+    """The context for https without one given: the system's CAs (tls_context())."""
+    return tls_context()
 
 
-def explained(error):
-    """The error to return: a certificate that does not verify says how to trust its CA."""
-    reason = getattr(error, "reason", error)
-    if sys.implementation.name == "pypy" and ssl is not None and isinstance(reason, ssl.SSLError):
-        forget_openssl_errors()
-    if getattr(reason, "reason", None) != "CERTIFICATE_VERIFY_FAILED":
-        return error
-    return UntrustedCertificate(
-        "%s. If the server's CA is your company's or your own, trust it with --cacert FILE "
-        "(from Python: send(..., context=tls_context(cacert=FILE))) or SSL_CERT_FILE=FILE "
-        "in the environment" % getattr(error, "reason", error))
+def start_tls(sock, route, trace):
+    """The TCP connection wrapped in TLS, the server's certificate verified; TLSError or
+    UntrustedCertificate (which says what would help) when the handshake fails."""
+    import ssl
+    try:
+        tls = route.context.wrap_socket(sock, server_hostname=route.host)
+    except socket.timeout as error:
+        sock.close()
+        raise Timeout("the TLS handshake with %s:%d took too long" % (route.host, route.port),
+                      error) from None
+    except (ssl.SSLError, ssl.CertificateError, OSError) as error:
+        sock.close()
+        if sys.implementation.name == "pypy":
+            forget_openssl_errors()
+        raise tls_failure(error, route) from None
+    if detailed(trace):
+        subject = dict(item[0] for item in (tls.getpeercert() or {}).get("subject", ()))
+        trace("* %s connection, server certificate subject: CN=%s"
+              % (tls.version(), subject.get("commonName", "?")))
+    return tls
+
+
+def tls_failure(error, route):
+    """The error for a failed handshake: UntrustedCertificate naming --cacert only for an
+    issuer not trusted, never for a name that does not match or a certificate expired."""
+    import ssl
+    where = "%s:%d" % (route.host, route.port)
+    verify_failed = getattr(error, "reason", None) == "CERTIFICATE_VERIFY_FAILED" or isinstance(
+        error, ssl.CertificateError)
+    if not verify_failed:
+        return TLSError("the TLS handshake with %s failed: %s" % (where, error), error)
+    text = "the certificate of %s did not verify: %s" % (where, error)
+    code = getattr(error, "verify_code", None)
+    if code in UNKNOWN_ISSUER or (code is None and not isinstance(error, ssl.CertificateError)):
+        # Python 3.6 does not say why a certificate failed, only a name that did not match
+        text += (". If the server's CA is your company's or your own, trust it with --cacert "
+                 "FILE (from Python: Client(context=tls_context(cacert=FILE))) or "
+                 "SSL_CERT_FILE=FILE in the environment")
+    return UntrustedCertificate(text, error)
 
 
 def forget_openssl_errors():
     """Empty OpenSSL's error queue, which PyPy's ssl leaves full after a failed handshake:
     the next request of this thread on a kept TLS connection would fail with the same
     error. Making an SSL object empties it."""
+    import ssl
     ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT).wrap_bio(ssl.MemoryBIO(), ssl.MemoryBIO())
 
 
-class CurlProxies(urllib.request.ProxyHandler):
-    """Send a request through the proxy curl would choose: proxy=, else http_proxy or
-    https_proxy from the environment, unless noproxy= (or no_proxy) names its host.
-    Credentials in the proxy's URL go to the proxy alone: in Proxy-Authorization for
-    http://, on the CONNECT of https://."""
-
-    handler_order = 100  # before the handlers that connect, as urllib's ProxyHandler
-
-    def __init__(self, environment):
-        super().__init__({})  # urllib's reading of the environment is replaced by ours
-        self.environment = environment
-
-    def http_open(self, request):
-        """Point the request at its proxy, if any; the handlers that connect do the rest."""
-        proxy = self.proxy_for(request)
-        if proxy:
-            parts = urlsplit(proxy if "://" in proxy else "http://" + proxy)
-            if parts.scheme.lower() != "http":
-                raise ValueError("only http:// proxies are supported, not %r" % proxy)
-            if parts.username is not None:
-                request.add_unredirected_header("Proxy-authorization", basic_credentials(
-                    unquote(parts.username), unquote(parts.password or "")))
-            request.set_proxy(parts.netloc.rpartition("@")[2], "http")
-        return None
-
-    https_open = http_open
-
-    def proxy_for(self, request):
-        """The URL of the proxy for a request, or None."""
-        options = request.options
-        proxy = options.proxy
-        if proxy is None:
-            proxy = self.environment.get(request.type + "_proxy")
-        if not proxy:
-            return None
-        no_proxy = self.environment.get("no_proxy", "") if options.noproxy is None else (
-            options.noproxy)
-        return None if bypassed(urlsplit("//" + request.host).hostname, no_proxy) else proxy
-
+# ---------------------------------------------------------------------------------------
+# Proxies, chosen as curl chooses them
+# ---------------------------------------------------------------------------------------
 
 def environment_proxies():
     """http_proxy, https_proxy and no_proxy as curl reads them, the lower-case name first
-    (HTTP_PROXY, HTTPS_PROXY, NO_PROXY otherwise); read once, as curl reads them at its
-    start and urllib when an opener is built, so that a request pays nothing for them."""
+    (HTTPS_PROXY, NO_PROXY otherwise); read when a client is made, as curl reads them at
+    its start. Never HTTP_PROXY: in CGI, a request's "Proxy:" header arrives as
+    HTTP_PROXY, so a web request could choose the proxy (httpoxy, CVE-2016-5385); curl
+    skips it too."""
     found = {}
     for name in ("http_proxy", "https_proxy", "no_proxy"):
-        for spelling in (name, name.upper()):
+        for spelling in (name,) if name == "http_proxy" else (name, name.upper()):
             if spelling in os.environ:
                 found.setdefault(name, os.environ[spelling])
     return found
+
+
+def choose_proxy(parts, settings, environment):
+    """The URL of the proxy for a request's URL, or None: proxy=, else the environment's,
+    unless noproxy= (or no_proxy) names the host."""
+    proxy = settings.proxy
+    if proxy is None:
+        proxy = environment.get(parts.scheme.lower() + "_proxy")
+    if not proxy:
+        return None
+    no_proxy = environment.get("no_proxy", "") if settings.noproxy is None else settings.noproxy
+    return None if bypassed(parts.hostname, no_proxy) else proxy
+
+
+def proxy_parts(proxy, scheme):
+    """(the proxy's (host, port) or None, its Proxy-Authorization or None, whether the
+    origin is reached through its tunnel). Credentials in the proxy's URL go to the proxy
+    alone: in Proxy-Authorization for http://, on the CONNECT for https://."""
+    if not proxy:
+        return None, None, False
+    parts = urlsplit(proxy if "://" in proxy else "http://" + proxy)
+    if parts.scheme.lower() != "http":
+        raise ValueError("only http:// proxies are supported, not %r" % proxy)
+    authorization = None
+    if parts.username is not None:
+        authorization = basic_credentials(unquote(parts.username), unquote(parts.password or ""))
+    host = parts.hostname.encode("idna").decode("ascii") if NON_ASCII.search(
+        parts.hostname) else parts.hostname
+    return (host, parts.port or 1080), authorization, scheme == "https"  # curl's port 1080
 
 
 def bypassed(host, no_proxy):
@@ -849,276 +1467,260 @@ def bypassed(host, no_proxy):
 
 def in_network(host, entry):
     """Whether host is an IP address in the range entry names, such as 10.0.0.0/8."""
+    if "/" not in entry:
+        return False
+    import ipaddress
     try:
-        return "/" in entry and ipaddress.ip_address(host) in ipaddress.ip_network(entry, False)
+        return ipaddress.ip_address(host) in ipaddress.ip_network(entry, False)
     except ValueError:  # a name, not an address
         return False
 
 
-class SessionCookies(urllib.request.BaseHandler):
-    """Send the cookies of the request's jar (cookies=) and keep those that replies set, by
-    the jar's rules: domain, path, Secure, expiry (RFC 6265)."""
-
-    def http_request(self, request):
-        if request.options.cookies is not None:
-            request.options.cookies.add_cookie_header(request)
-        return request
-
-    def http_response(self, request, reply):
-        if request.options.cookies is not None:
-            request.options.cookies.extract_cookies(reply, request)
-        return reply
-
-    https_request, https_response = http_request, http_response
-
-
 # ---------------------------------------------------------------------------------------
-# Kept connections: one TCP connection for many requests (RFC 9112 §9.3)
-#
-# urllib.request opens a connection for every request and closes it after the reply. The
-# handlers below take their place in the opener, as urllib means handlers to be added: a
-# connection whose reply was read to its end waits in a pool for the next request to the
-# same host, as Go's client, requests' Session and urllib3 keep theirs.
+# Credentials: Basic authentication from auth=, the URL, or .netrc (RFC 7617)
 # ---------------------------------------------------------------------------------------
 
-class ConnectionPool:
-    """Idle connections by scheme, host and port (and proxy tunnel and TLS settings), safe
-    to share between threads; a connection in use is in no pool, so none waits for another."""
+def basic_credentials(user, password):
+    """The Authorization value for Basic authentication (RFC 7617), in UTF-8 (its §2.1)."""
+    import base64
+    pair = ("%s:%s" % (user, password)).encode("utf-8")
+    return "Basic " + base64.b64encode(pair).decode("ascii")
 
-    def __init__(self):
-        self.lock = threading.Lock()
-        self.idle = {}  # key -> [(connection, when it became idle)], the newest last
 
-    def take(self, key):
-        """An idle connection for key that the server has not closed meanwhile, or None."""
-        with self.lock:
-            waiting = self.idle.get(key, [])
-            while waiting:
-                connection, since = waiting.pop()
-                if time.monotonic() - since < IDLE_TIMEOUT and still_open(connection):
-                    return connection
-                connection.close()
+def credentials_for(url, settings):
+    """The (user, password) to send: auth=, else the URL's user info (percent-decoded), else
+    .netrc's when netrc=True (or a netrc file's path); or None."""
+    if settings.auth is not None:
+        return settings.auth
+    if "@" in url:  # only then can there be user info; most URLs are spared the parsing
+        parts = urlsplit(url)
+        if parts.username is not None:
+            return unquote(parts.username), unquote(parts.password or "")
+    if settings.netrc:
+        return netrc_credentials(urlsplit(url).hostname, settings.netrc)
+    return None
+
+
+def netrc_credentials(host, path=True):
+    """The login and password a netrc file has for host, or None: path, or with True,
+    ~/.netrc (or the file NETRC names)."""
+    import netrc
+    if path is True:
+        path = os.environ.get("NETRC") or os.path.join(os.path.expanduser("~"), ".netrc")
+    try:
+        found = netrc.netrc(path).authenticators(host)
+    except FileNotFoundError:
         return None
-
-    def give_back(self, key, connection):
-        """Keep a connection whose reply was read to its end, for the next request."""
-        with self.lock:
-            waiting = self.idle.setdefault(key, [])
-            waiting.append((connection, time.monotonic()))
-            while len(waiting) > MAX_IDLE_PER_HOST:
-                waiting.pop(0)[0].close()
-
-    def close(self):
-        """Close every idle connection."""
-        with self.lock:
-            for waiting in self.idle.values():
-                for connection, _ in waiting:
-                    connection.close()
-            self.idle.clear()
+    except netrc.NetrcParseError as error:
+        raise ValueError("cannot read %s: %s" % (path, error)) from None
+    return (found[0], found[2]) if found else None
 
 
-def still_open(connection):
-    """Whether a kept connection may carry a request: the server has neither closed it nor
-    sent anything unasked, as urllib3 and Go check: nothing is there to read."""
-    try:
-        return not select.select([connection.sock], [], [], 0)[0]  # EOF reads as readable
-    except (ValueError, TypeError, OSError):  # no socket, or one select cannot watch
-        return False
+# ---------------------------------------------------------------------------------------
+# Cookies: a jar (http.cookiejar) filled by replies and sent from, by its rules
+# ---------------------------------------------------------------------------------------
 
+class CookieExchange:
+    """One hop as http.cookiejar asks to see it (with urllib.request's names): the
+    request's URL and headers, and the reply's headers."""
 
-POOL = ConnectionPool()
-DEAD_CONNECTION = (ConnectionResetError, ConnectionAbortedError, BrokenPipeError,
-                   http.client.BadStatusLine)  # RemoteDisconnected is both of the first and last
+    unverifiable = False
 
+    def __init__(self, outgoing, headers, reply=None):
+        self.url, self.headers, self.reply = outgoing.url, headers, reply
+        parts = urlsplit(outgoing.url)
+        self.type, self.host, self.origin_req_host = parts.scheme, parts.netloc, parts.hostname
 
-class KeptConnections:
-    """Mixed into urllib's HTTP and HTTPS handlers: send on a kept connection when there is
-    one, read the reply to its end, and keep the connection for the next request."""
-
-    def exchange(self, request, connection_class, context=None):
-        """Send the request and return urllib's reply, its body read (or, for a download,
-        written to the file). Connections are kept per scheme, host (the proxy's, if any),
-        tunnelled host and TLS context: one made without verification never carries a
-        request that asks for it."""
-        key = (request.type, request.host, request._tunnel_host, context)
-        connection = POOL.take(key)
-        reused = connection is not None
-        if not reused:
-            connection = self.connect(connection_class, request, context)
-        try:
-            reply, body = or_close(connection, self.send_on, connection, request)
-        except DEAD_CONNECTION:
-            if not (reused and request.get_method() in IDEMPOTENT_METHODS):
-                raise  # a POST may have reached the server; a new connection had its try
-            connection = self.connect(connection_class, request, context)  # once more
-            reply, body = or_close(connection, self.send_on, connection, request)
-        if body is None:  # a download: the body goes to its file, and never twice
-            body = or_close(connection, stream, reply, request.download,
-                            request.get_header("Accept-encoding", ""))
-        if reply.will_close:  # Connection: close, HTTP/1.0, or a body read to the end
-            connection.close()
-        else:
-            POOL.give_back(key, connection)
-        return self.reply_to_urllib(request, reply, body)
-
-    def connect(self, connection_class, request, context):
-        """A new connection for the request, through the proxy's tunnel if it has one."""
-        options = {} if context is None else {"context": context}
-        connection = connection_class(request.host, timeout=request.timeout, **options)
-        if request._tunnel_host:  # HTTPS through a proxy: CONNECT, as urllib does
-            headers = dict(request.header_items())
-            tunnel = {"Proxy-Authorization": headers["Proxy-authorization"]} if (
-                "Proxy-authorization" in headers) else {}
-            connection.set_tunnel(request._tunnel_host, headers=tunnel)
-        return connection
-
-    def send_on(self, connection, request):
-        """Send the request on the connection; the reply and its whole body (None for the
-        body of a 2xx to download, which the caller streams)."""
-        if connection.sock is not None and connection.sock.gettimeout() != request.timeout:
-            connection.sock.settimeout(request.timeout)  # a system call: only when it changes
-        connection.timeout = request.timeout
-        connection.trace = request.trace
-        headers = dict(request.unredirected_hdrs)
-        headers.update((name, value) for name, value in request.header_items()
-                       if name not in headers)
-        if request._tunnel_host:
-            headers.pop("Proxy-authorization", None)  # for the proxy's CONNECT, not the host
-        try:
-            connection.request(request.get_method(), request.selector, request.data,
-                               {name.title(): value for name, value in headers.items()})
-        except ProxyRefused as refusal:  # a 407 to the CONNECT: the proxy's reply is the reply
-            return refusal.reply, refusal.body
-        except DEAD_CONNECTION:
-            raise  # for exchange to judge
-        except OSError as error:  # no connection, or a timeout: as urllib says it
-            raise urllib.error.URLError(error) from None
-        reply = connection.getresponse()
-        if request.download is not None and 200 <= reply.status < 300:
-            return reply, None
-        return reply, reply.read()
-
-    def reply_to_urllib(self, request, reply, body):
-        """The reply as urllib's handlers expect one, the body read."""
-        return ReadReply(body, reply.status, reply.reason, reply.msg, request.get_full_url())
-
-
-def or_close(connection, work, *arguments):
-    """work(*arguments), closing the connection if anything goes wrong: after a timeout too,
-    as the reply might still come, out of step with the next request."""
-    try:
-        return work(*arguments)
-    except BaseException:
-        connection.close()
-        raise
-
-
-class ReadReply(io.BytesIO):
-    """A reply whose body has been read, with what urllib's handlers ask of a reply: code,
-    msg (the reason phrase), headers and info(), geturl()."""
-
-    def __init__(self, body, status, reason, headers, url):
-        super().__init__(body)
-        self.code, self.status, self.msg, self.headers, self.url = (status, status, reason,
-                                                                    headers, url)
-
-    def info(self):
-        return self.headers
-
-    def geturl(self):
+    def get_full_url(self):
+        """The request's URL."""
         return self.url
 
-    def getcode(self):
-        return self.code
+    def has_header(self, name):
+        """Whether the request has a header, in any case."""
+        return any(key.lower() == name.lower() for key in self.headers)
+
+    def get_header(self, name, default=None):
+        """A request header's value, in any case, or default."""
+        return next((value for key, value in self.headers.items()
+                     if key.lower() == name.lower()), default)
+
+    def header_items(self):
+        """The request's headers, as (name, value) pairs."""
+        return list(self.headers.items())
+
+    def add_unredirected_header(self, name, value):
+        """Add the Cookie header the jar made."""
+        self.headers[name] = value
+
+    def info(self):
+        """The reply's headers, for the jar to read Set-Cookie from."""
+        return self.reply.msg
 
 
-class TracedConnection:
-    """Mixed into an http.client connection: the first thing it sends for a request, the
-    request's head, is shown to self.trace."""
-
-    trace = None
-
-    def send(self, data):
-        if self.trace:
-            trace, self.trace = self.trace, None  # what follows is the body
-            if self.sock is None:
-                self.connect()  # first, so that a proxy's CONNECT is not taken for the head
-            show_request_head(data, trace)
-        super().send(data)
+def add_cookies(jar, outgoing, headers):
+    """Add the jar's cookies for this URL to the headers (RFC 6265 §5.4)."""
+    jar.add_cookie_header(CookieExchange(outgoing, headers))
 
 
-class HTTPConnection(TracedConnection, http.client.HTTPConnection):
-    """An HTTPConnection that can show its request heads."""
+def keep_cookies(jar, outgoing, reply):
+    """Keep the cookies a reply sets, as the jar's rules allow (domain, path, Secure)."""
+    jar.extract_cookies(CookieExchange(outgoing, outgoing.headers, reply),
+                        CookieExchange(outgoing, dict(outgoing.headers)))
 
 
-class KeptHTTPHandler(KeptConnections, urllib.request.HTTPHandler):
-    """urllib's HTTPHandler, on kept connections."""
-
-    def http_open(self, request):
-        return self.exchange(request, HTTPConnection)
-
-
-class ProxyRefused(Exception):
-    """A proxy's answer to a CONNECT other than 200 (a 407, say), kept as the reply."""
-
-    def __init__(self, reply):
-        super().__init__(reply.status)
-        self.reply, self.body = reply, reply.read()
-        reply.will_close = True  # the tunnel was never made: the connection is done
+def read_cookie_file(jar, path):
+    """Add to the jar the cookies of a Netscape cookie file (curl's and browsers' format);
+    none from a file not there yet. OSError or ValueError for one that cannot be read."""
+    try:
+        with open(path) as file:
+            for number, line in enumerate(file.read().splitlines(), 1):
+                add_netscape_cookie(jar, line, number)
+    except FileNotFoundError:
+        pass
 
 
-HTTPS = ssl is not None and hasattr(http.client, "HTTPSConnection")
-if HTTPS:
-    class HTTPSConnection(TracedConnection, http.client.HTTPSConnection):
-        """An HTTPSConnection that can show its request heads, and tunnels through a proxy
-        with a CONNECT that proxies take."""
-
-        def _tunnel(self):
-            """CONNECT as HTTP/1.1 with a Host header (RFC 9110 §9.3.6): http.client sends
-            HTTP/1.0 without Host before gh-66897, and hides the proxy's reply when it
-            refuses; here a refusal is the reply (ProxyRefused)."""
-            authority = "%s:%d" % (self._tunnel_host, self._tunnel_port)
-            head = ["CONNECT %s HTTP/1.1" % authority, "Host: " + authority]
-            head += ["%s: %s" % header for header in self._tunnel_headers.items()]
-            self.send(("\r\n".join(head) + "\r\n\r\n").encode("latin-1"))
-            reply = self.response_class(self.sock, method="CONNECT")
-            reply.begin()
-            if reply.status != HTTPStatus.OK:
-                raise ProxyRefused(reply)
-
-    class KeptHTTPSHandler(KeptConnections, urllib.request.HTTPSHandler):
-        """urllib's HTTPSHandler, on kept connections, with the request's TLS context."""
-
-        def https_open(self, request):
-            return self.exchange(request, HTTPSConnection, request.options.context)
+def add_netscape_cookie(jar, line, number):
+    """Add the cookie a line of a Netscape cookie file holds, as curl writes them: an
+    HttpOnly one after "#HttpOnly_" (which http.cookiejar skips before 3.10, bpo-2190), and
+    a session cookie with 0 for its expiry (which http.cookiejar takes for 1970)."""
+    line = line[len("#HttpOnly_"):] if line.startswith("#HttpOnly_") else line
+    if not line.strip() or line.startswith("#"):
+        return
+    fields = line.split("\t")
+    if len(fields) != 7 or not ASCII_DIGITS.fullmatch(fields[4] or "0"):
+        raise ValueError("line %d is not a cookie (7 fields, tab-separated)" % number)
+    domain, _, path, secure, expires, name, value = fields
+    if "." not in domain:  # http.cookiejar knows "localhost" as "localhost.local"
+        domain += ".local"
+    expires = int(expires or 0)  # "" as http.cookiejar writes a session cookie, 0 as curl does
+    import http.cookiejar
+    jar.set_cookie(http.cookiejar.Cookie(
+        0, name, value, None, False, domain, domain.startswith("."), domain.startswith("."),
+        path, True, secure == "TRUE", expires or None, not expires, None, None, {}))
 
 
-def build_opener():
-    """An opener that chooses proxies and keeps cookies as curl does and follows safe
-    redirects only, on kept connections."""
-    handlers = [CurlProxies(environment_proxies()), SessionCookies(), SafeRedirects,
-                KeptHTTPHandler()]
-    return urllib.request.build_opener(*handlers + ([KeptHTTPSHandler()] if HTTPS else []))
+def cookie_file_text(jar):
+    """The jar as curl writes a Netscape cookie file: a session cookie with 0 for its
+    expiry, a host's own cookie for that host alone (FALSE), "localhost" as itself."""
+    lines = ["# Netscape HTTP Cookie File", "# https://curl.se/docs/http-cookies.html",
+             "# This file was generated by rest_client.py! Edit at your own risk.", ""]
+    for cookie in jar:
+        domain = cookie.domain[:-len(".local")] if cookie.domain.endswith(".local") and (
+            not cookie.domain_specified) else cookie.domain
+        prefix = "#HttpOnly_" if cookie.has_nonstandard_attr("HttpOnly") else ""
+        lines.append("\t".join([prefix + domain, "TRUE" if domain.startswith(".") else "FALSE",
+                                cookie.path, "TRUE" if cookie.secure else "FALSE",
+                                str(cookie.expires or 0), cookie.name, cookie.value or ""]))
+    return "\n".join(lines) + "\n"
 
 
-OPENER = build_opener()  # built once: every send() shares it and its kept connections
+# ---------------------------------------------------------------------------------------
+# Forms: multipart/form-data (RFC 7578), files read as they are sent, and URL-encoded
+# ---------------------------------------------------------------------------------------
+
+MultipartForm = namedtuple("MultipartForm", "fields")
+MultipartForm.__doc__ = """A multipart/form-data body (RFC 7578): fields as a dict or (name,
+value) pairs, each value a str, bytes, or an Upload, a file read from disk as it is sent."""
+
+UrlEncodedForm = namedtuple("UrlEncodedForm", "fields")
+UrlEncodedForm.__doc__ = """An application/x-www-form-urlencoded body, as an HTML form sends:
+fields as a dict or (name, value) pairs."""
+
+Upload = namedtuple("Upload", "path content_type filename")
+Upload.__new__.__defaults__ = (None, None)
+Upload.__doc__ = """A file in a MultipartForm: its path (or its bytes themselves), and the
+content type (guessed from its name when None, none when "") and file name (the path's last
+part when None; none for bytes without one) that the part names."""
 
 
-def close():
-    """Close every kept connection (they are closed at exit too)."""
-    POOL.close()
+def form_body(form, headers, has_type):
+    """A form's body, its Content-Type in headers; a multipart body's type is always ours,
+    for it names the boundary."""
+    if isinstance(form, UrlEncodedForm):
+        if not has_type:
+            headers["Content-Type"] = "application/x-www-form-urlencoded"
+        return urlencode(form.fields, quote_via=quote).encode("ascii")
+    body = MultipartBody(form.fields)
+    for name in [name for name in headers if name.lower() == "content-type"]:
+        del headers[name]
+    headers["Content-Type"] = "multipart/form-data; boundary=" + body.boundary
+    return body
 
 
-atexit.register(close)
+class MultipartBody:
+    """A multipart/form-data body (RFC 7578) that reads its files as it is sent, a piece at a
+    time, never whole; it can be sent again (after a dead kept connection) from the start."""
+
+    def __init__(self, fields):
+        self.boundary = "------------------------" + os.urandom(8).hex()
+        self.parts = [(part_head(self.boundary, name, value), value)
+                      for name, value in (fields.items() if hasattr(fields, "items") else fields)]
+        self.end = ("--%s--\r\n" % self.boundary).encode("ascii")
+        self.length = len(self.end) + sum(len(head) + part_size(value) + 2
+                                          for head, value in self.parts)
+
+    def __iter__(self):
+        """The body's bytes, a part's head, then its text or its file's pieces, and so on."""
+        for head, value in self.parts:
+            yield head
+            if isinstance(value, Upload) and isinstance(value.path, bytes):
+                yield value.path
+            elif isinstance(value, Upload):
+                with open(value.path, "rb") as file:
+                    yield from iter(functools.partial(file.read, CHUNK_SIZE), b"")
+            else:
+                yield value.encode("utf-8") if isinstance(value, str) else value
+            yield b"\r\n"
+        yield self.end
+
+
+def part_head(boundary, name, value):
+    """The boundary and headers that open a part: its field name, and a file's name and type."""
+    disposition = 'form-data; name="%s"' % form_quoted(name)
+    lines = ["--" + boundary]
+    filename = value.filename if isinstance(value, Upload) else None
+    if isinstance(value, Upload) and filename is None and not isinstance(value.path, bytes):
+        filename = os.path.basename(value.path)
+    if filename is not None:
+        disposition += '; filename="%s"' % form_quoted(filename)
+    lines.append("Content-Disposition: " + disposition)
+    if isinstance(value, Upload) and value.content_type != "":
+        lines.append("Content-Type: " + (value.content_type or guessed_type(filename or "")))
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("utf-8")  # RFC 7578 §5.1.1: UTF-8 names
+
+
+def guessed_type(filename):
+    """The media type a file's name suggests, application/octet-stream when none."""
+    import mimetypes
+    return mimetypes.guess_type(filename)[0] or "application/octet-stream"
+
+
+def form_quoted(name):
+    """A field or file name inside quotes, escaped as browsers do (RFC 7578 §4.2)."""
+    return name.replace('"', "%22").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def part_size(value):
+    """The bytes of a part's content: a file's size on disk, or the text's in UTF-8."""
+    if isinstance(value, Upload) and isinstance(value.path, bytes):
+        return len(value.path)
+    if isinstance(value, Upload):
+        return os.path.getsize(value.path)  # an OSError when it cannot be read: an error value
+    return len(value.encode("utf-8") if isinstance(value, str) else value)
 
 
 # ---------------------------------------------------------------------------------------
 # Showing the exchange, as curl -v does
 # ---------------------------------------------------------------------------------------
 
+def detailed(trace):
+    """Whether a trace shows connections, TLS and redirects too (curl -v), not only heads."""
+    return getattr(trace, "detailed", False)
+
+
 def show_request_head(data, trace):
     """Show the head of a request as it goes out, with its credentials masked."""
-    head = data.split(b"\r\n\r\n", 1)[0].decode("latin-1")
+    head = bytes(data).split(b"\r\n\r\n", 1)[0].decode("latin-1")
     for line in head.split("\r\n"):
         trace("> " + masked(line))
     trace(">")
@@ -1142,26 +1744,51 @@ def masked(line):
 
 
 def head_lines(response):
-    """The status line and the header lines of a reply, as curl -i prints them."""
+    """The status line and the header lines of a reply, as received, as curl -i prints them."""
+    yield response.status_line
+    for name, value in response.header_lines:
+        yield "%s: %s" % (name, value)
+
+
+# ---------------------------------------------------------------------------------------
+# The command line: curl's own lines (below), and this client's first form, METHOD URL
+# ---------------------------------------------------------------------------------------
+
+def main(argv=None):
+    """Run the command line: curl's form, or this client's first one (METHOD URL ...);
+    return the exit status. Ctrl-C ends it with 130 and one line."""
+    argv = sys.argv[1:] if argv is None else list(argv)
     try:
-        reason = HTTPStatus(response.status_code).phrase
-    except ValueError:  # a status Python has no name for
-        reason = ""
-    yield "HTTP/1.1 %d %s" % (response.status_code, reason)
-    for name, values in response.headers.items():
-        for value in values:
-            yield "%s: %s" % (name, value)
+        if first_form(argv):
+            return main_first_form(argv)
+        if argv in (["-h"], ["--help"]):
+            print(curl_usage())
+            return 0
+        return curl_main(argv)
+    except KeyboardInterrupt:
+        print("rest_client: interrupted", file=sys.stderr)
+        return 130
 
 
-# ---------------------------------------------------------------------------------------
-# The command line
-# ---------------------------------------------------------------------------------------
+def first_form(argv):
+    """Whether a command line is this client's first form: a method word, then a URL."""
+    return len(argv) >= 2 and TOKEN.fullmatch(argv[0]) is not None and argv[0].isupper() and (
+        not argv[1].startswith("-"))
+
+
+# -- the first form: METHOD URL [-H ...] [-q ...] [-d BODY | -j JSON] ... -----------------
+
+def bad_argument(message):
+    """The error an argparse type gives for a value it cannot take."""
+    import argparse
+    return argparse.ArgumentTypeError(message)
+
 
 def header_argument(text):
     """argparse type for -H: "Name: value" -> (name, value)."""
     name, colon, value = text.partition(":")
     if not colon or not name.strip():
-        raise argparse.ArgumentTypeError("headers look like 'Name: value', not %r" % text)
+        raise bad_argument("headers look like 'Name: value', not %r" % text)
     return name.strip(), value.strip()
 
 
@@ -1169,7 +1796,7 @@ def param_argument(text):
     """argparse type for -q: "name=value" -> (name, value)."""
     name, equals, value = text.partition("=")
     if not equals:
-        raise argparse.ArgumentTypeError("query parameters look like 'name=value', not %r" % text)
+        raise bad_argument("query parameters look like 'name=value', not %r" % text)
     return name, value
 
 
@@ -1178,16 +1805,16 @@ def seconds_argument(text):
     try:
         seconds = float(text)
     except ValueError:
-        seconds = math.nan
-    if not seconds > 0 or math.isinf(seconds):  # nan > 0 is False too
-        raise argparse.ArgumentTypeError("must be a number of seconds above 0, not %r" % text)
+        seconds = float("nan")
+    if not 0 < seconds < float("inf"):  # nan compares False to everything
+        raise bad_argument("must be a number of seconds above 0, not %r" % text)
     return seconds
 
 
 def count_argument(text):
     """argparse type for --retry: a whole number, 0 or more."""
     if not text.isdigit():
-        raise argparse.ArgumentTypeError("must be a whole number, 0 or more, not %r" % text)
+        raise bad_argument("must be a whole number, 0 or more, not %r" % text)
     return int(text)
 
 
@@ -1196,7 +1823,7 @@ def form_argument(text):
     -> (name, value or Upload), as curl reads them."""
     name, equals, value = text.partition("=")
     if not equals or not name:
-        raise argparse.ArgumentTypeError("form fields look like 'name=value' or 'name=@FILE', "
+        raise bad_argument("form fields look like 'name=value' or 'name=@FILE', "
                                          "not %r" % text)
     if not value.startswith("@"):
         return name, value
@@ -1207,6 +1834,7 @@ def form_argument(text):
 
 def parse_arguments(argv):
     """Read the command line."""
+    import argparse
     parser = argparse.ArgumentParser(
         prog="rest_client.py", description="Send one HTTP request and print the reply's body.",
         epilog="API_KEY in the environment is sent as 'Authorization: Bearer $API_KEY' "
@@ -1220,7 +1848,7 @@ def parse_arguments(argv):
                         type=param_argument, help="a query parameter, URL-encoded (repeatable)")
     add_body_arguments(parser.add_mutually_exclusive_group())
     parser.add_argument("--timeout", type=seconds_argument, default=DEFAULT_TIMEOUT,
-                        help="seconds to wait for the reply (default: %(default)s)")
+                        help="seconds the whole exchange may take (default: %(default)s)")
     parser.add_argument("--retry", type=count_argument, default=0, metavar="N",
                         help="send a GET, HEAD, PUT, DELETE or OPTIONS again, up to N times, "
                              "while no reply comes or it is 429 or 503 (default: 0)")
@@ -1288,7 +1916,8 @@ def request_from(options):
     JSON, naming its line and column as json does; OSError for a file it cannot read."""
     headers = list(options.headers)  # pairs: a repeated -H keeps every value
     api_key = os.environ.get("API_KEY")
-    if api_key and not any(name.lower() == "authorization" for name, _ in headers):
+    if api_key and not any(name.lower() == "authorization" for name, _ in headers) and not (
+            credentials_given(options)):
         headers.append(("Authorization", "Bearer " + api_key))
     if options.cookie and "=" in options.cookie:  # curl's rule: with "=", cookies, not a file
         headers.append(("Cookie", options.cookie))
@@ -1296,10 +1925,19 @@ def request_from(options):
                    body_from(options, headers))
 
 
+def credentials_given(options):
+    """Whether the command names credentials of its own (-u, the URL's, or --netrc's for
+    its host), which win over API_KEY."""
+    if options.user is not None or urlsplit(options.url).username is not None:
+        return True
+    return bool(options.netrc and netrc_credentials(urlsplit(options.url).hostname))
+
+
 def body_from(options, headers):
     """The body that -d, -j, -F or --data-urlencode gives, or None."""
     if options.json is not None:
         body = read_data(options.json)
+        import json
         json.loads(body)  # a typo is the caller's to mend: nothing is sent
         if not any(name.lower() == "content-type" for name, _ in headers):
             headers.append(("Content-Type", "application/json"))
@@ -1321,9 +1959,11 @@ class UsageError(Exception):
 def send_options(options):
     """send()'s keywords for curl's options; UsageError for a file that cannot be read."""
     keywords = {"proxy": options.proxy, "noproxy": options.noproxy, "netrc": options.netrc,
-                "context": context_from(options), "save_to": save_target(options)}
+                "context": context_from(options), "save_to": save_target(options),
+                "save_errors": not options.fail}  # --fail never touches the file
     if options.user is not None:
         user, colon, password = options.user.partition(":")
+        import getpass
         keywords["auth"] = (user, password if colon else getpass.getpass(
             "Enter host password for user '%s':" % user))  # as curl asks
     if options.cookie_jar or (options.cookie and "=" not in options.cookie):
@@ -1335,21 +1975,40 @@ def send_options(options):
 
 def save_target(options):
     """Where the body goes as it arrives: the -o file; or stdout, when that is a file or a
-    pipe (a terminal sees only text), no -i head must go first, and no retry could write it
-    twice. None: the body is printed once it is whole."""
+    pipe (a terminal sees only text), after the head with -i (a body cut short there is
+    not sent again: what went out cannot be taken back). None: the body is printed once
+    it is whole."""
     if options.output not in (None, "-"):
         return options.output
-    if options.output is None and not (options.include or options.retry
-                                       or sys.stdout.isatty()):
-        return sys.stdout.buffer
+    if options.output is None and not sys.stdout.isatty():
+        return HeadFirst(sys.stdout.buffer) if options.include else sys.stdout.buffer
     return None
+
+
+class HeadFirst(Download):
+    """stdout for -i: the answer's head (not a redirect's that was followed) goes just
+    before its body, which is written as it arrives."""
+
+    answer = None
+
+    def head(self, response):
+        """Note the latest head: the last one before the body is the answer's."""
+        self.answer = response
+
+    def write(self, data):
+        """Write the answer's head once, then the body."""
+        if self.answer is not None:
+            lines = "".join(line + "\n" for line in head_lines(self.answer)) + "\n"
+            self.answer = None
+            self.target.write(lines.encode("latin-1", "replace"))
+        super().write(data)
 
 
 def context_from(options):
     """The TLS context --cacert, --capath, --cert, --key and -k ask for, or None."""
     if not (options.cacert or options.capath or options.cert or options.key or options.insecure):
         return None
-    if ssl is None:
+    if not hasattr(http.client, "HTTPSConnection"):
         raise UsageError("this Python has no ssl module")
     try:
         return tls_context(options.cacert, options.capath, options.cert, options.key,
@@ -1361,33 +2020,14 @@ def context_from(options):
 def cookie_jar(path):
     """A jar with the cookies of a Netscape cookie file, as curl and browsers write them;
     an empty one when there is no such file yet (-b FILE -c FILE on a first run)."""
-    jar = http.cookiejar.MozillaCookieJar()
+    import http.cookiejar
+    jar = http.cookiejar.CookieJar()
     try:
-        with open(path or os.devnull) as file:
-            for number, line in enumerate(file.read().splitlines(), 1):
-                add_netscape_cookie(jar, line, number)
-    except FileNotFoundError:
-        pass
+        if path:
+            read_cookie_file(jar, path)
     except (OSError, ValueError) as error:
         raise UsageError("cannot read the cookies of -b: %s" % error) from None
     return jar
-
-
-def add_netscape_cookie(jar, line, number):
-    """Add the cookie a line of a Netscape cookie file holds, as curl writes them: an
-    HttpOnly one after "#HttpOnly_" (which http.cookiejar skips before 3.10, bpo-2190), and
-    a session cookie with 0 for its expiry (which http.cookiejar takes for 1970)."""
-    line = line[len("#HttpOnly_"):] if line.startswith("#HttpOnly_") else line
-    if not line.strip() or line.startswith("#"):
-        return
-    fields = line.split("\t")
-    if len(fields) != 7 or not ASCII_DIGITS.fullmatch(fields[4] or "0"):
-        raise ValueError("line %d is not a cookie (7 fields, tab-separated)" % number)
-    domain, _, path, secure, expires, name, value = fields
-    expires = int(expires or 0)  # "" as http.cookiejar writes a session cookie, 0 as curl does
-    jar.set_cookie(http.cookiejar.Cookie(
-        0, name, value, None, False, domain, domain.startswith("."), domain.startswith("."),
-        path, True, secure == "TRUE", expires or None, not expires, None, None, {}))
 
 
 class ProgressLine:
@@ -1467,9 +2107,9 @@ def show(line):
     print(line, file=sys.stderr)
 
 
-def main(argv=None):
-    """Run the command line; return the exit status: 0 for a reply, 1 for a 4xx or 5xx
-    under --fail, 2 for a mistake in the command (argparse's too), 3 when no reply came."""
+def main_first_form(argv):
+    """Run METHOD URL ...; the exit status: 0 for a reply, 1 for a 4xx or 5xx under --fail,
+    2 for a mistake in the command (argparse's too), 3 when no reply came."""
     options = parse_arguments(argv)
     try:
         request, keywords = request_from(options), send_options(options)
@@ -1502,20 +2142,811 @@ def report(options, keywords, response, error):
     if error is not None:
         print("rest_client: no reply: %s" % error, file=sys.stderr)
         return 3
-    if options.include:
+    if options.include and not (isinstance(keywords["save_to"], HeadFirst)
+                                and response.saved_to is not None):
         print_head(response)
-    if keywords["save_to"] is None:
+    if response.saved_to is None and not isinstance(keywords["save_to"], str):
         print_body(response, binary_too=options.output == "-")
     sys.stdout.flush()
     return 1 if options.fail and response.status_code >= 400 else 0
 
 
 def save_cookies(jar, path):
-    """Write the jar to a Netscape cookie file (-c), session cookies too, as curl does."""
+    """Write the jar to a Netscape cookie file (-c), session cookies too, as curl does; "-"
+    is stdout."""
     try:
-        jar.save(path, ignore_discard=True, ignore_expires=True)
+        if path == "-":
+            write_bytes(cookie_file_text(jar).encode("utf-8"))
+            return
+        with open(path, "w") as file:
+            file.write(cookie_file_text(jar))
     except OSError as error:
         print("rest_client: cannot write the cookies to %s: %s" % (path, error), file=sys.stderr)
+
+
+
+# -- curl's form: curl's own lines, with curl's meaning and exit statuses -------------------
+
+# Each option: its names, whether it takes a value, and where it goes (a list: repeatable).
+CURL_OPTIONS = [
+    ("-X --request", True, "method"), ("-H --header", True, "headers[]"),
+    ("-A --user-agent", True, "agent"), ("-e --referer", True, "referer"),
+    ("-u --user", True, "user"), ("-b --cookie", True, "cookies[]"),
+    ("-c --cookie-jar", True, "jar"), ("-k --insecure", False, "insecure"),
+    ("--cacert", True, "cacert"), ("--capath", True, "capath"), ("-E --cert", True, "cert"),
+    ("--key", True, "key"), ("-x --proxy", True, "proxy"), ("--noproxy", True, "noproxy"),
+    ("-n --netrc", False, "netrc"), ("--netrc-file", True, "netrc_file"),
+    ("--compressed", False, "compressed"),
+    ("-d --data --data-ascii", True, "data[]"), ("--data-raw", True, "data[]"),
+    ("--data-binary", True, "data[]"), ("--data-urlencode", True, "data[]"),
+    ("--json", True, "data[]"), ("-F --form", True, "form[]"),
+    ("-T --upload-file", True, "upload"), ("-G --get", False, "get"),
+    ("-L --location", False, "location"), ("--max-redirs", True, "max_redirs"),
+    ("-o --output", True, "outputs[]"), ("-O --remote-name", False, "outputs[]"),
+    ("-i --include", False, "include"), ("-I --head", False, "head"),
+    ("-v --verbose", False, "verbose"), ("-s --silent", False, "silent"),
+    ("-S --show-error", False, "show_error"), ("-f --fail", False, "fail"),
+    ("--fail-with-body", False, "fail_with_body"), ("-w --write-out", True, "write_out"),
+    ("-m --max-time", True, "max_time"), ("--connect-timeout", True, "connect_timeout"),
+    ("--retry", True, "retry"), ("--retry-delay", True, "retry_delay"),
+    ("--retry-max-time", True, "retry_max_time"),
+    ("--retry-connrefused", False, "retry_connrefused"),
+    ("--retry-all-errors", False, "retry_all_errors"),
+    ("-C --continue-at", True, "continue_at"), ("-r --range", True, "range"),
+    ("--url", True, "urls[]"),
+]
+OPTION_NAMES = {name: (takes_value, dest) for names, takes_value, dest in CURL_OPTIONS
+                for name in names.split()}
+CURL_ACCEPT = "*/*"
+RETRIED_STATUSES = (408, 429, 500, 502, 503, 504)  # curl's "transient" replies
+NO_TIME_LIMIT = 864000.0  # curl has none; ten days is as good (PyPy's TLS sockets take
+# a timeout in 32-bit milliseconds)
+FORM_TYPE = "application/x-www-form-urlencoded"
+
+
+class CurlUsage(Exception):
+    """A command line curl's form cannot run: exit 2 (or the status given), nothing sent."""
+
+    def __init__(self, message, status=2):
+        super().__init__(message)
+        self.status = status
+
+
+def parse_curl_line(argv):
+    """Read curl's options, with short ones combined (-fsSL, -sSo FILE, -ofile), into a
+    dict; CurlUsage naming an option outside the set."""
+    line = {dest.rstrip("[]"): [] for _, _, dest in CURL_OPTIONS if dest.endswith("[]")}
+    words = iter(argv)
+    for word in words:
+        if word == "--":  # the end of the options: what follows are URLs
+            line["urls"].extend(words)
+        elif word.startswith("--") and len(word) > 2:
+            take_option(line, word, words, None)
+        elif word.startswith("-") and len(word) > 1:
+            take_short_options(line, word, words)
+        else:
+            line["urls"].append(word)
+    check_choices(line)
+    return line
+
+
+def check_choices(line):
+    """CurlUsage for options curl will not take together."""
+    bodies = [name for name, given in (("-F", line["form"]), ("-d", line["data"]),
+                                       ("-I", line.get("head"))) if given]
+    if len(bodies) > 1:
+        raise CurlUsage("%s and %s: only one HTTP request method can be chosen" % tuple(
+            bodies[:2]))
+    if line.get("fail") and line.get("fail_with_body"):
+        raise CurlUsage("--fail and --fail-with-body cannot be used together")
+
+
+def take_short_options(line, word, words):
+    """Record combined short options: flags, the last of which may take a value, attached
+    (-ofile, -sSofile) or the next word (-sSo file)."""
+    for position in range(1, len(word)):
+        name, rest = "-" + word[position], word[position + 1:]
+        if OPTION_NAMES.get(name, (False,))[0]:
+            take_option(line, name, words, rest or None)
+            return
+        take_option(line, name, words, None)
+
+
+def take_option(line, name, words, attached):
+    """Record one option, its value attached (-ofile) or the next word."""
+    if name not in OPTION_NAMES:
+        raise CurlUsage("option %s: is unknown" % name)
+    takes_value, dest = OPTION_NAMES[name]
+    if not takes_value and dest.endswith("[]"):  # -O: a place among -o's, in order
+        line[dest[:-2]].append((name, None))
+        return
+    if not takes_value:
+        line[dest] = True
+        return
+    value = attached if attached is not None else next(words, None)
+    if value is None:
+        raise CurlUsage("option %s: requires parameter" % name)
+    if dest.endswith("[]"):
+        line[dest[:-2]].append((name, value))
+    else:
+        line[dest] = value
+
+
+def curl_usage():
+    """What --help prints: both forms, and the curl options the curl form takes."""
+    names = [" ".join(names.split()) + (" <value>" if takes_value else "")
+             for names, takes_value, _ in CURL_OPTIONS]
+    return ("Usage: python rest_client.py [options...] URL        (curl's options, as curl "
+            "reads them)\n       python rest_client.py METHOD URL [options...] (see "
+            "python rest_client.py GET x --help)\n\nOptions:\n  " + "\n  ".join(names))
+
+
+def curl_main(argv):
+    """Run a curl command line, a transfer for each URL in turn; return curl's exit status,
+    the last transfer's, as curl's."""
+    try:
+        line = parse_curl_line(argv)
+        jar = curl_cookie_jar(line)
+        transfers = [CurlTransfer(one, jar) for one in one_per_url(line)]
+    except CurlUsage as problem:
+        print("rest_client: %s" % problem, file=sys.stderr)
+        if problem.status == 2:
+            print("rest_client: try 'python rest_client.py --help' for the options curl's "
+                  "form takes (see the README)", file=sys.stderr)
+        return problem.status
+    return [transfer.run() for transfer in transfers][-1]
+
+
+def one_per_url(line):
+    """The line once for each URL, each with its own output: the n-th -o or -O goes with
+    the n-th URL, as curl pairs them; a URL without one writes to stdout."""
+    urls = line_urls(line)
+    if not urls:
+        raise CurlUsage("no URL specified")
+    outputs = line["outputs"] + [(None, None)] * len(urls)
+    return [dict(line, urls=[url], output=name,
+                 remote_name=kind in ("-O", "--remote-name"))
+            for url, (kind, name) in zip(urls, outputs)]
+
+
+class CurlTransfer:
+    """One curl command line: the request it makes, and what it writes where."""
+
+    def __init__(self, line, jar=None):
+        self.line = line
+        self.silent = line.get("silent") and not line.get("show_error")
+        self.headers, self.body = curl_headers(line), curl_body(line)
+        self.method = curl_method(line, self.body)
+        self.url = curl_url(line)
+        if line.get("get") and self.body is not None:  # -G: the data goes in the query
+            self.url, self.body = with_query(self.url, self.body), None
+        if line.get("upload"):  # -T file URL/: the file's name ends the path
+            self.url = with_file_name(self.url, line["upload"])
+        self.client = Client(cookies=jar, **curl_settings(line, self.body))
+        self.output = CurlOutput(line, self.url)
+        self.retries = curl_count(line, "retry", 0)
+        self.retry_delay = curl_seconds(line, "retry_delay", 0)
+        self.retry_max_time = curl_seconds(line, "retry_max_time", 0)
+        self.headers += [header for header in [resume_headers(line, self.output)] if header]
+        if self.body is None:  # curl -X POST without data says no Content-Length
+            self.headers.append(("Content-Length", None))
+
+    def request(self):
+        """The request, its streamed body (a file) read from the start."""
+        body = self.body
+        if hasattr(body, "seek") and body is not sys.stdin.buffer:
+            body.seek(0)
+        return Request(self.method, self.url, self.headers, None, body)
+
+    def run(self):
+        """Send the request (again, as --retry says), write the reply; the exit status."""
+        started = time.monotonic()
+        if self.line.get("insecure") and not self.line.get("silent"):
+            print("rest_client: warning: -k: the server's certificate is not checked",
+                  file=sys.stderr)
+        try:
+            response, error = self.send(started)
+        finally:
+            self.output.close()
+        return self.finish(response, error, time.monotonic() - started)
+
+    def send(self, started):
+        """Send the request, and again while --retry's rules say so; the last result."""
+        trace = CurlTrace() if self.line.get("verbose") else None
+        for attempt in itertools.count():
+            response, error = self.client.send(self.request(), trace=trace, save_to=self.output)
+            wait = self.retry_wait(response, error, attempt, started)
+            if wait is None:
+                return response, error
+            self.say("Will retry in %g seconds. %d retries left."
+                     % (wait, self.retries - attempt - 1))
+            time.sleep(wait)
+            self.output.again()
+
+    def retry_wait(self, response, error, attempt, started):
+        """Seconds to wait before sending again, or None to stop, by curl's rules: a
+        timeout, or a 408, 429, 500, 502, 503 or 504 is retried; a refused connection with
+        --retry-connrefused, any error with --retry-all-errors."""
+        if attempt >= self.retries:
+            return None
+        if response is not None:
+            if response.status_code not in RETRIED_STATUSES:
+                return None
+        elif not (isinstance(error, Timeout) or self.line.get("retry_all_errors") or (
+                self.line.get("retry_connrefused") and isinstance(error, CouldNotConnect))):
+            return None
+        wait = self.retry_delay
+        asked = retry_after(response) if response is not None and not wait else None
+        wait = wait or (asked if asked is not None else min(2 ** attempt, 600))
+        limit = self.retry_max_time
+        if limit and time.monotonic() + wait - started > limit:
+            return None
+        return wait
+
+    def finish(self, response, error, elapsed):
+        """Write -w's text and the cookie jar; say what failed; the exit status."""
+        status = curl_status(response, error, self.line)
+        message = "" if error is None else str(error)
+        if status == 22 and error is None:
+            message = "The requested URL returned error: %d" % response.status_code
+        if self.line.get("jar") and self.client.settings.cookies is not None:
+            save_cookies(self.client.settings.cookies, self.line["jar"])
+        if self.line.get("write_out"):
+            write_bytes(written_out(self.line["write_out"], response, self, status, message,
+                                    elapsed))
+        if status:
+            self.say("(%d) %s" % (status, message))
+        return status
+
+    def say(self, text):
+        """A line on stderr, unless -s (without -S) silences it."""
+        if not self.silent:
+            print("rest_client: " + text, file=sys.stderr)
+
+
+def curl_status(response, error, line):
+    """curl's exit status for what came back."""
+    if error is not None:
+        return exit_status_of(error)
+    if response.from_proxy:
+        return 56  # the proxy refused the tunnel
+    if response.status_code >= 400 and (line.get("fail") or line.get("fail_with_body")):
+        return 22
+    return 0
+
+
+def exit_status_of(error):
+    """curl's exit status for an error value."""
+    for kind, status in [(WriteError, 23), (RangeIgnored, 33), (TooManyRedirects, 47),
+                         (UntrustedCertificate, 60),
+                         (TLSError, 35), (NameNotResolved, 6), (ProxyNotResolved, 5),
+                         (CouldNotConnect, 7), (ProxyError, 7), (Timeout, 28),
+                         (EmptyReply, 52), (ReplyCutShort, 18), (ReceiveError, 56),
+                         (UndecodableReply, 61), (ValueError, 3)]:
+        if isinstance(error, kind):
+            return status
+    return 56 if isinstance(error, (ConnectionError, http.client.HTTPException)) else 26
+
+
+def curl_method(line, body):
+    """-X, else HEAD for -I, PUT for -T, POST with a body (GET with -G), else GET."""
+    if line.get("method"):
+        return line["method"]
+    if line.get("head"):
+        return "HEAD"
+    if line.get("upload"):
+        return "PUT"
+    return "POST" if body is not None and not line.get("get") else "GET"
+
+
+def curl_headers(line):
+    """The request's headers as curl sends them: Accept, -A, -e, -b's cookies, --json's
+    types, and -H's ("Name:" removes one, "Name;" sends it empty), as (name, value) pairs."""
+    headers = {"accept": ("Accept", CURL_ACCEPT)}
+    if any(name == "--json" for name, _ in line["data"]):
+        headers["accept"] = ("Accept", "application/json")
+        headers["content-type"] = ("Content-Type", "application/json")
+    elif line["data"] and not line.get("get"):
+        headers["content-type"] = ("Content-Type", FORM_TYPE)
+    elif line.get("upload"):
+        headers["content-type"] = ("Content-Type", None)  # curl names no type for -T
+    for key, name in (("agent", "User-Agent"), ("referer", "Referer")):
+        if line.get(key) is not None:  # -A "" sends none, as curl's
+            headers[name.lower()] = (name, line[key] or None)
+    cookies = [value for _, value in line["cookies"] if "=" in value]
+    if cookies:
+        headers["cookie"] = ("Cookie", ";".join(cookies))  # as curl joins them
+    return with_given_headers(list(headers.values()), line["headers"])
+
+
+def with_given_headers(pairs, given_headers):
+    """The headers with -H's: each replaces curl's own of its name, "Name:" removes one,
+    "Name;" sends it empty, and a name given twice goes on two lines."""
+    given = set()
+    for _, text in given_headers:
+        name, colon, value = text.partition(":")
+        if not colon and text.endswith(";"):
+            name, value = text[:-1], ""
+        elif not colon:
+            continue  # curl ignores a header without a colon
+        key = name.strip().lower()
+        if key not in given:
+            pairs = [(old, old_value) for old, old_value in pairs if old.lower() != key]
+            given.add(key)
+        pairs.append((name.strip(), value.strip() if value.strip() or not colon else None))
+    return pairs
+
+
+def curl_body(line):
+    """The body the data options give (joined with &, as curl joins them), -F's form, or
+    -T's file; a lone --data-binary @FILE is the file itself, sent as it is read."""
+    if line["form"]:
+        return MultipartForm([form_part(value) for _, value in line["form"]])
+    if line.get("upload"):
+        return upload_file(line["upload"])
+    if not line["data"]:
+        return None
+    if len(line["data"]) == 1 and not line.get("get"):
+        name, value = line["data"][0]
+        if name in ("--data-binary", "--json") and value.startswith("@") and value != "@-" and (
+                os.access(value[1:], os.R_OK)):
+            return upload_file(value[1:])
+    joined = b""
+    for number, (name, value) in enumerate(line["data"]):
+        joiner = b"" if number == 0 or name == "--json" else b"&"  # curl adds --json as is
+        joined += joiner + data_part(name, value, line)
+    return joined
+
+
+def data_part(name, value, line):
+    """The bytes one data option adds, as curl reads it (a file it cannot read adds
+    nothing, with a warning, as curl's does)."""
+    if name == "--data-raw":
+        return value.encode("utf-8")
+    if name == "--data-urlencode":
+        try:
+            return urlencoded_part(value)
+        except CurlUsage as problem:
+            return unread(problem, line)
+    if not value.startswith("@"):
+        return value.encode("utf-8")
+    try:
+        data = read_input(value[1:])
+    except CurlUsage as problem:
+        return unread(problem, line)
+    if name in ("-d", "--data", "--data-ascii"):
+        data = data.replace(b"\r", b"").replace(b"\n", b"")  # curl drops line ends
+    return data
+
+
+def unread(problem, line):
+    """What a data file that cannot be read adds: nothing, with a warning, as curl's."""
+    if not line.get("silent"):
+        print("rest_client: warning: %s; the data is empty" % problem, file=sys.stderr)
+    return b""
+
+
+def urlencoded_part(value):
+    """--data-urlencode's forms: content, =content, name=content, @file, name@file."""
+    from urllib.parse import quote_plus
+    if "=" in value and ("@" not in value or value.index("=") < value.index("@")):
+        name, _, content = value.partition("=")
+        content = content.encode("utf-8")
+    elif "@" in value:
+        name, _, path = value.partition("@")
+        content = read_input(path)
+    else:
+        name, content = "", value.encode("utf-8")
+    encoded = quote_plus(content, safe="").encode("ascii")
+    return (name.encode("utf-8") + b"=" + encoded) if name else encoded
+
+
+def read_input(path):
+    """The bytes of a file named on the line, or of standard input for "-"; CurlUsage with
+    curl's status 26 when it cannot be read."""
+    if path == "-":
+        return sys.stdin.buffer.read()
+    try:
+        with open(path, "rb") as file:
+            return file.read()
+    except OSError as error:
+        raise CurlUsage("cannot read %s: %s" % (path, error.strerror or error), 26) from None
+
+
+def upload_file(path):
+    """A file to send as it is read (standard input for "-", sent chunked)."""
+    if path == "-":
+        return sys.stdin.buffer
+    try:
+        return open(path, "rb")
+    except OSError as error:
+        raise CurlUsage("cannot read %s: %s" % (path, error.strerror or error), 26) from None
+
+
+def form_part(text):
+    """A -F field: name=value, name=<file (the file's text), name=@file[;type=...]
+    [;filename=...], or name=@- (standard input, without a type, as curl sends it)."""
+    name, equals, value = text.partition("=")
+    if not equals or not name:
+        raise CurlUsage("-F takes name=value, name=@FILE or name=<FILE, not %r" % text)
+    kind = value[:1] if value[:1] in "<@" else ""
+    content, named = part_parameters(value[len(kind):])
+    if kind == "<" or (not kind and "type" in named):
+        text = read_input(content) if kind else content.encode("utf-8")
+        return name, Upload(text, named.get("type", ""), None)
+    if not kind:
+        return name, content
+    if content == "-":
+        return name, Upload(read_input("-"), named.get("type", ""), named.get("filename", "-"))
+    if not os.access(content, os.R_OK):
+        raise CurlUsage("cannot read %s" % content, 26)
+    return name, Upload(content, named.get("type", curl_file_type(content)),
+                        named.get("filename"))
+
+
+def part_parameters(text):
+    """A -F value's content and its ;type= and ;filename= parameters, as curl reads them."""
+    named = {}
+    while True:
+        head, semicolon, tail = text.rpartition(";")
+        key, equals, argument = tail.strip().partition("=")
+        if not semicolon or not equals or key not in ("type", "filename"):
+            return text, named
+        named.setdefault(key, argument.strip('"'))
+        text = head
+
+
+CURL_FILE_TYPES = {".gif": "image/gif", ".jpg": "image/jpeg", ".jpeg": "image/jpeg",
+                   ".png": "image/png", ".svg": "image/svg+xml", ".txt": "text/plain",
+                   ".htm": "text/html", ".html": "text/html", ".pdf": "application/pdf",
+                   ".xml": "application/xml"}  # curl's own short list (lib/mime.c)
+
+
+def curl_file_type(path):
+    """The content type curl names for a file it uploads with -F, by its name."""
+    extension = os.path.splitext(path)[1].lower()
+    return CURL_FILE_TYPES.get(extension, "application/octet-stream")
+
+
+def line_urls(line):
+    """The URLs of the line, given bare or with --url."""
+    return [url[1] if isinstance(url, tuple) else url for url in line["urls"]]
+
+
+def curl_url(line):
+    """The one URL of the line, http:// when it names no scheme (as curl guesses); exit 3
+    for one with a space or a control character, as curl's."""
+    url = line_urls(line)[0]
+    if any(character.isspace() or ord(character) < 32 for character in url):
+        raise CurlUsage("URL rejected: Malformed input to a URL function", 3)
+    return url if "://" in url else "http://" + url
+
+
+def with_file_name(url, path):
+    """-T's URL, the file's name added to a path that ends in a folder (URL/, URL/?q)."""
+    parts = urlsplit(url)
+    if not parts.path.endswith("/") or path == "-":
+        return url
+    return urlunsplit(parts._replace(path=parts.path + quote(os.path.basename(path))))
+
+
+def with_query(url, body):
+    """-G: the data appended to the URL's query."""
+    return url + ("&" if "?" in url else "?") + body.decode("latin-1")
+
+
+def curl_settings(line, body):
+    """The Client's settings that curl's options give."""
+    settings = {"follow_redirects": ALL if line.get("location") else None,
+                "max_redirects": unlimited_if_negative(curl_count(line, "max_redirs", 50)),
+                "compressed": bool(line.get("compressed")), "repeat_headers": True,
+                "method_as_given": True,
+                "timeout": curl_seconds(line, "max_time", 0) or NO_TIME_LIMIT,
+                "connect_timeout": curl_seconds(line, "connect_timeout", 0) or 300,
+                "proxy": line.get("proxy"), "noproxy": line.get("noproxy"),
+                "context": curl_tls(line)}
+    if line.get("method"):  # -X names the method alone; the body goes by curl's own rules
+        settings["keep_method"] = curl_method(dict(line, method=None), body)
+    settings.update(curl_credentials(line))
+    return settings
+
+
+def curl_cookie_jar(line):
+    """The jar every transfer of the line shares: the cookies of the files -b names, and
+    those replies set, for -c; None when neither is asked for."""
+    files = [value for _, value in line["cookies"] if "=" not in value]
+    return read_cookie_files(files) if files or line.get("jar") else None
+
+
+def read_cookie_files(paths):
+    """A jar with the cookies of the files -b names; curl's status 26 for one it cannot
+    read."""
+    import http.cookiejar
+    jar = http.cookiejar.CookieJar()
+    for path in paths:
+        try:
+            read_cookie_file(jar, path)
+        except (OSError, ValueError) as error:
+            raise CurlUsage("cannot read the cookies of %s: %s" % (path, error), 26) from None
+    return jar
+
+
+def unlimited_if_negative(count):
+    """A limit where -1 means none, as --max-redirs -1 does."""
+    return count if count >= 0 else float("inf")
+
+
+def curl_credentials(line):
+    """The settings -u (asking for the password when it has none, as curl does), --netrc
+    and --netrc-file give."""
+    settings = {}
+    if line.get("user") is not None:
+        user, colon, password = line["user"].partition(":")
+        if not colon:
+            import getpass
+            password = getpass.getpass("Enter host password for user '%s':" % user)
+        settings["auth"] = (user, password)
+    if line.get("netrc_file"):
+        settings["netrc"] = line["netrc_file"]
+    elif line.get("netrc"):  # curl 7.88 reads ~/.netrc, whatever NETRC says
+        settings["netrc"] = os.path.join(os.path.expanduser("~"), ".netrc")
+    return settings
+
+
+def curl_tls(line):
+    """The TLS context --cacert, --capath, --cert, --key and -k ask for, or None; curl's
+    status 77 for a CA it cannot read, 58 for a certificate or key."""
+    if not any(line.get(name) for name in ("cacert", "capath", "cert", "key", "insecure")):
+        return None
+    if not any(urlsplit(url).scheme.lower() == "https" for url in line_urls(line)):
+        return None  # curl reads them for https alone
+    for name, status in (("cacert", 77), ("capath", 77), ("cert", 58), ("key", 58)):
+        if line.get(name) and not os.access(line[name], os.R_OK):
+            raise CurlUsage("cannot read --%s %s" % (name, line[name]), status)
+    try:
+        return tls_context(line.get("cacert"), line.get("capath"), line.get("cert"),
+                           line.get("key"), bool(line.get("insecure")))
+    except OSError as error:
+        raise CurlUsage("cannot use the certificate or key: %s" % error, 58) from None
+
+
+def curl_seconds(line, name, default):
+    """An option's number of seconds; CurlUsage for one that is not a number."""
+    if line.get(name) is None:
+        return default
+    try:
+        seconds = float(line[name])
+    except ValueError:
+        seconds = -1.0
+    if not 0 <= seconds < float("inf"):
+        raise CurlUsage("--%s: expected a proper numerical parameter"
+                        % name.replace("_", "-"))
+    return seconds
+
+
+def curl_count(line, name, default):
+    """An option's whole number (-1 too for --max-redirs); CurlUsage for one that is not."""
+    if line.get(name) is None:
+        return default
+    number = line[name][1:] if line[name] == "-1" and name == "max_redirs" else line[name]
+    if not ASCII_DIGITS.fullmatch(number):
+        raise CurlUsage("--%s: expected a proper numerical parameter"
+                        % name.replace("_", "-"))
+    return int(line[name])
+
+
+class WriteError(TransferError):
+    """The output could not be written (curl's exit 23); the text names the file."""
+
+
+class RangeIgnored(TransferError):
+    """A resumed download (-C) whose server sent the whole body again (curl's exit 33):
+    appending it would spoil the file."""
+
+
+class CurlOutput(Download):
+    """Where curl writes a reply: stdout, or the -o (or -O) file, written into as it is,
+    opened when the first byte comes (a --fail answer never makes it); -i's heads go
+    first; -C - appends to what is there. A transfer cut short keeps what came (curl's
+    exit 18), so that -C - can resume it."""
+
+    def __init__(self, line, url):
+        name = line.get("output")
+        if line.get("remote_name") and not name:
+            name = os.path.basename(urlsplit(url).path)
+            if not name:
+                raise CurlUsage("-O: the URL names no file", 23)
+        super().__init__(sys.stdout.buffer if name in (None, "-") else name)
+        self.line, self.opened, self.last_head, self.hops = line, False, None, -1
+        self.resume_from, self.complete_already = 0, False
+        self.guard_terminal = name is None and sys.stdout.isatty()  # "-o -" says go ahead
+        self.heads = line.get("include") or line.get("head")
+        self.append = line.get("continue_at") is not None
+        self.save_errors = not line.get("fail")
+        if sys.stderr.isatty() and not line.get("silent") and self.is_path:
+            self.progress = ProgressLine()
+
+    def open(self):
+        """Open the output at its first byte: stdout, or the file, in place."""
+        if not self.opened:
+            self.opened = True
+            if self.is_path:
+                try:
+                    self.file = open(self.target, "ab" if self.append else "wb")
+                except OSError as error:
+                    raise WriteError("cannot write %s: %s" % (self.target, error.strerror),
+                                     error) from None
+            else:
+                self.file = self.target
+
+    def begin(self):
+        """A body starts (the first, or a retry's, which stdout shows after the first)."""
+        self.size, self.complete = 0, False
+
+    def again(self):
+        """Before a retry: a regular file starts empty again, as curl's does."""
+        self.last_head, self.hops = None, -1
+        if self.opened and self.is_path and not self.append and S_ISREG(
+                os.fstat(self.file.fileno()).st_mode):
+            self.file.seek(0)
+            self.file.truncate()
+
+    def head(self, response):
+        """With -i or -I, write each reply's head, as it came, before its body; remember
+        the last, for -w after a failure."""
+        self.last_head, self.hops = response, self.hops + 1
+        if self.resume_from and response.status_code == 200:
+            self.check_resumable(response)
+        if self.heads and not response.from_proxy:
+            lines = list(head_lines(response)) + [""]
+            self.write_bytes(("\r\n".join(lines) + "\r\n").encode("latin-1"))
+
+    def check_resumable(self, response):
+        """A whole body where -C asked for the rest: the file is complete already if it is
+        as long, else RangeIgnored, as curl says (appending it would spoil the file)."""
+        if response.headers.first("Content-Length") == str(self.resume_from):
+            self.complete_already = True  # curl: "the entire document is already downloaded"
+            return
+        raise RangeIgnored("the server sent the whole of %s, not the rest from byte %d: it "
+                           "does not seem to take ranges" % (response.url, self.resume_from))
+
+    def write(self, data):
+        """Add a piece of the body (none of a proxy's refusal of a tunnel, none with -I,
+        which shows the head alone whatever the method, as curl's, and none of a file
+        complete already)."""
+        if self.line.get("head") or self.complete_already:
+            return
+        if data and not (self.last_head is not None and self.last_head.from_proxy):
+            if self.guard_terminal and b"\0" in data:
+                raise WriteError('binary output can mess up your terminal: use "-o -" to '
+                                 'have it there anyway, or "-o FILE" to save it')
+            self.write_bytes(data)
+            self.size += len(data)
+
+    def write_bytes(self, data):
+        """Write bytes to the output as they come; WriteError naming it when it cannot."""
+        self.open()
+        try:
+            self.file.write(data)
+            if not self.is_path:
+                self.file.flush()
+        except OSError as error:
+            raise WriteError("cannot write %s: %s" % (
+                self.target if self.is_path else "to stdout", error.strerror or error),
+                error) from None
+
+    def finish(self):
+        """The body is whole: an empty one still makes its file, as curl's does."""
+        self.open()
+
+    def abandon(self):
+        """A transfer that failed keeps what came."""
+
+    def close(self):
+        """Close the file, if one was opened; flush stdout."""
+        if self.file is not None and self.is_path:
+            self.file.close()
+        elif self.file is not None:
+            self.file.flush()
+        if self.progress:
+            self.progress.end()
+
+
+def resume_headers(line, output):
+    """The Range header -C - (from the output file's size) or -r asks for, if any; the
+    output learns where a resumed body starts."""
+    if line.get("range"):
+        return ("Range", "bytes=" + line["range"])
+    if line.get("continue_at") is None:
+        return None
+    if line["continue_at"] == "-":
+        try:
+            output.resume_from = os.path.getsize(output.target) if output.is_path else 0
+        except OSError:
+            output.resume_from = 0
+    else:
+        output.resume_from = curl_count(line, "continue_at", 0)
+    return ("Range", "bytes=%d-" % output.resume_from) if output.resume_from else None
+
+
+class CurlTrace:
+    """curl -v's lines on stderr: connections, TLS, redirects, and each head."""
+
+    detailed = True
+
+    def __call__(self, line):
+        """Show one line."""
+        print(line, file=sys.stderr)
+
+
+WRITE_OUT = r"%%|%\{([a-z_]+)\}|%header\{([^}]*)\}|\\[nrt\\]"  # compiled when first used
+
+
+def written_out(format_text, response, transfer, status, message, elapsed):
+    """-w's text: its %{variables} filled in, \\n, \\r, \\t and %% as curl reads them;
+    @file (line ends dropped, as curl drops them) or @- for the format itself."""
+    if format_text.startswith("@"):
+        format_text = read_input(format_text[1:]).decode("utf-8", "replace")
+        format_text = format_text.replace("\r", "").replace("\n", "")
+    values = write_out_values(response, transfer, status, message, elapsed)
+
+    def filled(match):
+        """What one %{variable}, %header{name}, escape or %% stands for."""
+        text = match.group(0)
+        if text == "%%":
+            return "%"
+        if text.startswith("\\"):
+            return {"\\n": "\n", "\\r": "\r", "\\t": "\t", "\\\\": "\\"}[text]
+        if match.group(2) is not None:  # %header{name}: the last reply's header
+            return header_of(transfer, match.group(2))
+        return str(values.get(match.group(1), ""))
+
+    return re.sub(WRITE_OUT, filled, format_text).encode("utf-8")
+
+
+def write_out_values(response, transfer, status, message, elapsed):
+    """The values -w's variables name, for this transfer (after a failure, for the last
+    reply whose head came)."""
+    if response is None and transfer.output.last_head is not None:
+        response = transfer.output.last_head
+        response.redirects = transfer.output.hops
+    values = {"http_code": "000", "size_download": transfer.output.size,
+              "time_total": "%.6f" % elapsed, "url_effective": transfer.url, "content_type": "",
+              "redirect_url": "", "num_redirects": 0, "exitcode": status, "errormsg": message,
+              "url": transfer.url, "method": transfer.method, "http_version": "0",
+              "num_headers": 0}
+    if response is not None:
+        values.update(reply_values(response))
+    values["response_code"] = values["http_code"]
+    values["scheme"] = urlsplit(values["url_effective"]).scheme.upper()
+    return values
+
+
+def header_of(transfer, name):
+    """A header's value in the last reply whose head came, for -w's %header{name}."""
+    head = transfer.output.last_head
+    return ", ".join(head.headers.get(name, [])) if head is not None else ""
+
+
+def reply_values(response):
+    """The values -w's variables take from the last reply."""
+    code = 0 if response.from_proxy else response.status_code
+    location = response.headers.first("Location", "")
+    return {"http_code": "%03d" % code, "url_effective": response.url,
+            "content_type": response.headers.first("Content-Type", ""),
+            "redirect_url": urljoin(response.url, location) if location and code in
+            REDIRECT_STATUSES else "", "num_redirects": response.redirects,
+            "http_version": response.version[len("HTTP/"):],
+            "num_headers": len(response.header_lines)}
+
+
+def write_bytes(data):
+    """Write bytes to stdout, after what is there."""
+    sys.stdout.flush()
+    sys.stdout.buffer.write(data)
+    sys.stdout.buffer.flush()
+
+
 
 
 if __name__ == "__main__":
