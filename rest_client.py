@@ -1771,9 +1771,26 @@ def main(argv=None):
 
 
 def first_form(argv):
-    """Whether a command line is this client's first form: a method word, then a URL."""
-    return len(argv) >= 2 and TOKEN.fullmatch(argv[0]) is not None and argv[0].isupper() and (
-        not argv[1].startswith("-"))
+    """Whether a command line is this client's first form: its first word that is neither
+    an option nor an option's value is a method (GET URL -i, and --fail GET URL too)."""
+    for before, word in zip([""] + argv, argv):
+        if not (word.startswith("-") and word != "-") and not takes_value(before):
+            return word.isupper() and word.isalpha() and TOKEN.fullmatch(word) is not None and (
+                word != argv[-1])
+    return False
+
+
+FIRST_FORM_VALUES = ("-q", "-j", "--timeout")  # the first form's own options with a value
+
+
+def takes_value(option):
+    """Whether a word is an option that takes the next word as its value, in either form
+    (-H, --data; -sSo, whose last letter does)."""
+    if option in FIRST_FORM_VALUES:
+        return True
+    if option.startswith("--"):
+        return OPTION_NAMES.get(option, (False,))[0]
+    return option.startswith("-") and OPTION_NAMES.get("-" + option[-1:], (False,))[0]
 
 
 # -- the first form: METHOD URL [-H ...] [-q ...] [-d BODY | -j JSON] ... -----------------
@@ -2387,6 +2404,8 @@ class CurlTransfer:
         """Write -w's text and the cookie jar; say what failed; the exit status."""
         status = curl_status(response, error, self.line)
         message = "" if error is None else str(error)
+        if status == 56 and error is None:  # curl's words for a proxy's refusal
+            message = "CONNECT tunnel failed, response %d" % response.status_code
         if status == 22 and error is None:
             message = "The requested URL returned error: %d" % response.status_code
         if self.line.get("jar") and self.client.settings.cookies is not None:

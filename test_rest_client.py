@@ -2724,6 +2724,24 @@ def test_cli_curl_form_tls_trouble_has_curls_statuses(scripted, tls, pki, proxy,
     assert (refused.returncode, refused.stdout) == (56, b"000")  # no reply from the origin
 
 
+
+def test_cli_curl_form_says_the_proxy_refused_the_tunnel(tls, pki, proxy):
+    rest_client.close()
+    refused = run_cli("-sS", "-x", proxy.url, "--cacert", pki.ca_pem, tls.url + "/echo")
+    assert (refused.returncode, refused.stdout) == (56, b"")
+    assert refused.stderr == b"rest_client: (56) CONNECT tunnel failed, response 407\n"
+
+
+@pytest.mark.parametrize("before, after", [
+    (["--fail"], []), (["-H", "X-Test: 1"], []), (["-i"], ["-q", "limit=1"])])
+def test_cli_first_form_takes_options_before_the_method_too(users, before, after):
+    """`--fail GET URL` is the first form, as it always was: options may come anywhere."""
+    result = run_cli(*before + ["GET", users.url + "/", "-H", "Accept: application/json"]
+                     + after)
+    assert (result.returncode, result.stderr) == (0, b"")
+    assert result.stdout.endswith(b'{"users": "/users"}')
+
+
 def test_cli_curl_form_keeps_binary_output_off_a_terminal(counting):
     server = blob_server(counting)
     status, shown, stderr = on_terminal(["-sS", server.url + "/blob.bin"])
