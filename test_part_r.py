@@ -1,0 +1,1039 @@
+"""Every resource, declared once: a learner's todos, references, db.json and the rest.
+
+A second resource, declared in a few lines as the README shows, gets all that users get:
+the routes, both formats, validation, the list and its dialects, both stores, references,
+the fake API's controls, the API description and the explorer. Servers are shared per
+module, as in test_rest_users.py, whose helpers these tests use.
+"""
+
+import importlib.util
+import itertools
+import json
+import os
+import re
+import sqlite3
+import subprocess
+import sys
+from urllib.parse import quote
+from xml.etree import ElementTree
+
+import pytest
+
+import rest_users
+from rest_users import Field, Resource, USERS
+from test_rest_users import (HERE, JSON_TYPE, KEY, PROBLEM_JSON, PROBLEM_XML, XML_TYPE,
+                             assert_problem, browser, call, failed_start, options_for,
+                             port_of, run_service, start_server, stop_server, xml_problem)
+
+assert browser  # a fixture: imported for the explorer's test
+
+# A learner's second resource, declared in 5 lines: nothing else in the service is edited.
+TODOS = Resource("todos", [
+    Field("title", "string", required=True, max_length=200, example="Buy milk"),
+    Field("done", "boolean", default=False),
+    Field("userId", "integer", refers_to="users"),  # optional: a todo may belong to no one
+])
+BOTH = [USERS, TODOS]
+KINDS = ["memory", "sqlite", "plain"]
+XML_HEADERS = {"Accept": "application/xml"}
+XML_BODY = {"Content-Type": "application/xml"}
+BEARER = {"Authorization": "Bearer " + KEY}
+
+
+class Port:
+    """What call() needs of a server: its address."""
+
+    def __init__(self, port):
+        self.server_address = ("127.0.0.1", port)
+
+
+def serve(kind, tmp_path_factory, **options):
+    """A server of this kind (memory, sqlite, plain) serving users and todos."""
+    options.update(options_for(kind, tmp_path_factory))
+    return start_server(options.pop("variant", "default"), resources=BOTH, **options)
+
+
+def ids(reply):
+    """The ids of a list reply, in order."""
+    assert reply.status == 200, reply.body
+    return [item["id"] for item in reply.json()]
+
+
+def post(server, path, body, headers=None):
+    """POST a JSON body that must be created; return the item."""
+    reply = call(server, "POST", path, body, headers)
+    assert reply.status == 201, reply.body
+    return reply.json()
+
+
+def todo(todo_id, title, done=False, user_id=None):
+    """A todo as JSON renders it."""
+    return {"id": todo_id, "title": title, "done": done, "userId": user_id}
+
+
+def names(detail, name):
+    """Whether a problem's detail names a parameter or field as a word of its own."""
+    return re.search(r"(?<![\w:])%s(?![\w])" % re.escape(name), detail) is not None
+
+
+@pytest.fixture(scope="module", params=KINDS)
+def server(request, tmp_path_factory):
+    """Users and todos, each store, for tests that make their own todos; Ada is user 1."""
+    running = serve(request.param, tmp_path_factory)
+    post(running, "/users", {"name": "Ada", "email": "ada@example.com"})
+    yield running
+    stop_server(running)
+
+
+# Read only: Ada (1) and Grace (2), and four todos; ids are as listed.
+LISTED_TODOS = [("Buy milk", False, 1), ("Write code", True, 2), ("Call mum", False, None),
+                ("Read a book", True, 1)]
+
+
+@pytest.fixture(scope="module", params=KINDS)
+def listed(request, tmp_path_factory):
+    running = serve(request.param, tmp_path_factory)
+    post(running, "/users", {"name": "Ada", "email": "ada@example.com"})
+    post(running, "/users", {"name": "Grace", "email": "grace@example.com"})
+    for title, done, user_id in LISTED_TODOS:
+        post(running, "/todos", {"title": title, "done": done, "userId": user_id})
+    yield running
+    stop_server(running)
+
+
+def listed_todo(todo_id):
+    title, done, user_id = LISTED_TODOS[todo_id - 1]
+    return todo(todo_id, title, done, user_id)
+
+
+ADA = {"id": 1, "name": "Ada", "email": "ada@example.com"}
+GRACE = {"id": 2, "name": "Grace", "email": "grace@example.com"}
+ADA_XML = "<user><id>1</id><name>Ada</name><email>ada@example.com</email></user>"
+
+
+# -- the declaration ---------------------------------------------------------------------
+
+def test_the_item_name_is_the_collection_without_its_final_s():
+    assert TODOS.item == "todo"
+    assert Resource("people", [Field("name")], item="person").item == "person"
+
+
+def test_a_collection_not_ending_in_s_needs_its_item_named():
+    with pytest.raises(ValueError):
+        Resource("people", [Field("name")])
+
+
+def test_running_serves_the_resources_it_is_given():
+    with rest_users.running(resources=BOTH) as base_url:
+        reply = call(Port(int(base_url.rsplit(":", 1)[1])), "POST", "/todos", {"title": "Buy milk"})
+    assert (reply.status, reply.json()) == (201, todo(1, "Buy milk"))
+
+
+# -- every route -------------------------------------------------------------------------
+
+def test_post_creates_a_todo_with_its_default_and_a_location(server):
+    reply = call(server, "POST", "/todos", {"title": "Buy milk"})
+    created = reply.json()
+    assert reply.status == 201
+    assert created == todo(created["id"], "Buy milk")
+    assert list(created) == ["id", "title", "done", "userId"]
+    assert reply.headers["Location"] == "/todos/%d" % created["id"]
+    assert reply.headers["ETag"] == '"1-json"'
+    assert reply.headers["Content-Type"] == JSON_TYPE
+    assert reply.headers["Vary"] == "Accept"
+
+
+def test_get_reads_a_todo_with_its_etag(server):
+    made = post(server, "/todos", {"title": "Walk", "done": True, "userId": 1})
+    reply = call(server, "GET", "/todos/%d" % made["id"])
+    assert reply.status == 200
+    assert reply.json() == todo(made["id"], "Walk", True, 1)
+    assert reply.headers["ETag"] == '"1-json"'
+    assert reply.headers["Content-Type"] == JSON_TYPE
+
+
+def test_the_list_holds_the_todos_and_counts_them(server):
+    made = post(server, "/todos", {"title": "Listed"})
+    reply = call(server, "GET", "/todos")
+    assert reply.status == 200
+    assert reply.headers["Content-Type"] == JSON_TYPE
+    assert made in reply.json()
+    assert reply.headers["X-Total-Count"] == str(len(reply.json()))
+    total = len(reply.json())
+    assert reply.headers["Link"] == (
+        '</todos?limit=100&offset=0>; rel="first", </todos?limit=100&offset=%d>; rel="last"'
+        % ((total - 1) // 100 * 100))
+
+
+def test_put_replaces_a_todo_and_fills_the_default(server):
+    made = post(server, "/todos", {"title": "Old", "done": True, "userId": 1})
+    reply = call(server, "PUT", "/todos/%d" % made["id"], {"title": "New"})
+    assert reply.status == 200
+    assert reply.json() == todo(made["id"], "New")
+    assert reply.headers["ETag"] == '"2-json"'
+
+
+def test_patch_changes_only_the_fields_it_sends(server):
+    made = post(server, "/todos", {"title": "Patch me", "userId": 1})
+    reply = call(server, "PATCH", "/todos/%d" % made["id"], {"done": True})
+    assert reply.status == 200
+    assert reply.json() == todo(made["id"], "Patch me", True, 1)
+    assert reply.headers["ETag"] == '"2-json"'
+
+
+def test_patch_with_null_removes_an_optional_value(server):
+    made = post(server, "/todos", {"title": "Mine", "userId": 1})
+    reply = call(server, "PATCH", "/todos/%d" % made["id"], {"userId": None},
+                 {"Content-Type": "application/merge-patch+json"})
+    assert (reply.status, reply.json()) == (200, todo(made["id"], "Mine"))
+
+
+def test_delete_answers_the_todo_as_it_was_and_it_is_gone(server):
+    made = post(server, "/todos", {"title": "Gone soon"})
+    path = "/todos/%d" % made["id"]
+    reply = call(server, "DELETE", path)
+    assert (reply.status, reply.json()) == (200, made)
+    assert "ETag" not in reply.headers
+    problem = assert_problem(call(server, "GET", path), 404)
+    assert problem["detail"] == "There is no todo with id %d." % made["id"]
+
+
+def test_delete_with_return_minimal_is_204(server):
+    made = post(server, "/todos", {"title": "Quietly"})
+    reply = call(server, "DELETE", "/todos/%d" % made["id"], headers={"Prefer": "return=minimal"})
+    assert (reply.status, reply.body) == (204, b"")
+    assert reply.headers["Preference-Applied"] == "return=minimal"
+
+
+def test_ids_of_todos_are_never_reused(server):
+    first = post(server, "/todos", {"title": "First"})
+    call(server, "DELETE", "/todos/%d" % first["id"])
+    assert post(server, "/todos", {"title": "Next"})["id"] == first["id"] + 1
+
+
+@pytest.mark.parametrize("path", ["/todos/1", "/todos"])
+def test_head_answers_as_get_without_a_body(server, path):
+    post(server, "/todos", {"title": "Head"})
+    get, head = call(server, "GET", path), call(server, "HEAD", path)
+    assert (head.status, head.body) == (200, b"")
+    for name in ("Content-Type", "Content-Length", "ETag", "X-Total-Count", "Link", "Vary"):
+        assert head.headers[name] == get.headers[name]
+
+
+@pytest.mark.parametrize("path, allow", [
+    ("/todos", "GET, POST, HEAD, OPTIONS"), ("/todos/", "GET, POST, HEAD, OPTIONS"),
+    ("/todos/98765", "GET, PUT, PATCH, DELETE, HEAD, OPTIONS"),
+    ("/users/1/todos", "GET, POST, HEAD, OPTIONS")])
+def test_options_answers_204_with_allow(server, path, allow):
+    reply = call(server, "OPTIONS", path)
+    assert (reply.status, reply.body) == (204, b"")
+    assert reply.headers["Allow"] == allow
+
+
+@pytest.mark.parametrize("method, path, allow", [
+    ("DELETE", "/todos", "GET, POST, HEAD, OPTIONS"),
+    ("PUT", "/todos", "GET, POST, HEAD, OPTIONS"),
+    ("POST", "/todos/1", "GET, PUT, PATCH, DELETE, HEAD, OPTIONS"),
+    ("DELETE", "/users/1/todos", "GET, POST, HEAD, OPTIONS")])
+def test_another_method_is_405_with_allow(server, method, path, allow):
+    reply = call(server, method, path, {"title": "x"} if method in ("PUT", "POST") else None)
+    problem = assert_problem(reply, 405)
+    assert reply.headers["Allow"] == allow
+    assert problem["detail"] == "%s does not take %s; it takes %s." % (path, method, allow)
+
+
+def test_a_method_the_service_does_not_implement_is_501(server):
+    problem = assert_problem(call(server, "BREW", "/todos"), 501)
+    assert problem["detail"] == ("This service does not implement BREW; it implements GET, HEAD, "
+                                 "POST, PUT, PATCH, DELETE, OPTIONS.")
+
+
+@pytest.mark.parametrize("method", ["GET", "PUT", "PATCH", "DELETE"])
+def test_a_missing_todo_is_404_naming_the_todo(server, method):
+    reply = call(server, method, "/todos/98765", {"title": "x"} if method in ("PUT", "PATCH")
+                 else None)
+    problem = assert_problem(reply, 404)
+    assert problem["detail"] == "There is no todo with id 98765."
+
+
+@pytest.mark.parametrize("path", ["/todos/01", "/todos/-1", "/todos/x", "/todos/1/users",
+                                  "/todosX", "/todos/99999999999999999999"])
+def test_a_path_that_names_no_route_is_404(server, path):
+    problem = assert_problem(call(server, "GET", path), 404)
+    assert path in problem["detail"]
+
+
+# -- both formats ------------------------------------------------------------------------
+
+def todo_xml(todo_id, title, done="false", user_id=None):
+    """A todo as XML renders it: a none is no element."""
+    owner = "" if user_id is None else "<userId>%d</userId>" % user_id
+    return ("<todo><id>%d</id><title>%s</title><done>%s</done>%s</todo>"
+            % (todo_id, title, done, owner)).encode()
+
+
+def test_xml_in_and_out_types_each_value(server):
+    body = "<todo><title>Buy milk</title><done>true</done><userId>1</userId></todo>"
+    reply = call(server, "POST", "/todos", body, dict(XML_BODY, **XML_HEADERS))
+    assert reply.status == 201
+    todo_id = int(reply.headers["Location"].rsplit("/", 1)[1])
+    assert reply.body == todo_xml(todo_id, "Buy milk", "true", 1)
+    assert reply.headers["Content-Type"] == XML_TYPE
+    assert reply.headers["ETag"] == '"1-xml"'
+    assert call(server, "GET", "/todos/%d" % todo_id).json() == todo(todo_id, "Buy milk", True, 1)
+
+
+def test_xml_writes_the_default_and_leaves_out_a_none(server):
+    made = post(server, "/todos", {"title": "Plain"})
+    reply = call(server, "GET", "/todos/%d" % made["id"], headers=XML_HEADERS)
+    assert reply.body == todo_xml(made["id"], "Plain")
+    assert reply.headers["ETag"] == '"1-xml"'
+
+
+def test_the_xml_list_is_todos_of_todo(listed):
+    reply = call(listed, "GET", "/todos?done=true", headers=XML_HEADERS)
+    assert reply.status == 200
+    assert reply.headers["Content-Type"] == XML_TYPE
+    assert reply.body == (b"<todos>" + todo_xml(2, "Write code", "true", 2)
+                          + todo_xml(4, "Read a book", "true", 1) + b"</todos>")
+
+
+def test_an_xml_patch_with_xsi_nil_removes_an_optional_value(server):
+    made = post(server, "/todos", {"title": "Owned", "userId": 1})
+    body = ('<todo xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance">'
+            '<userId xsi:nil="true"/></todo>')
+    reply = call(server, "PATCH", "/todos/%d" % made["id"], body, XML_BODY)
+    assert (reply.status, reply.json()) == (200, todo(made["id"], "Owned"))
+
+
+def test_an_xml_body_with_another_root_is_400(server):
+    reply = call(server, "POST", "/todos", "<user><title>x</title></user>", XML_BODY)
+    problem = assert_problem(reply, 400)
+    assert problem["detail"] == "The XML root element must be <todo>, not <user>."
+
+
+# -- the 422s, by type -------------------------------------------------------------------
+
+@pytest.mark.parametrize("body, field", [
+    ({"title": "x", "done": "no"}, "done"),
+    ({"title": "x", "done": 0}, "done"),
+    ({"title": "x", "done": None}, "done"),  # done has a default, not a none
+    ({"title": "x", "userId": 1.0}, "userId"),
+    ({"title": "x", "userId": True}, "userId"),
+    ({"title": "x", "userId": "1"}, "userId"),
+    ({"title": "x", "userId": 2 ** 63}, "userId"),
+    ({"title": 3}, "title"),
+    ({"title": "x" * 201}, "title"),
+    ({"title": "x", "priority": 1}, "priority"),
+])
+def test_a_value_of_the_wrong_type_is_422_for_its_field(server, body, field):
+    problem = assert_problem(call(server, "POST", "/todos", body), 422)
+    assert problem["detail"] == "The todo is not valid; see the errors for %s." % field
+    assert [error["field"] for error in problem["errors"]] == [field]
+    assert problem["errors"][0]["message"]
+
+
+@pytest.mark.parametrize("body, field", [
+    ("<todo><title>x</title><done>yes</done></todo>", "done"),
+    ("<todo><title>x</title><done></done></todo>", "done"),
+    ("<todo><title>x</title><userId>1.0</userId></todo>", "userId"),
+    ("<todo><title>x</title><userId>one</userId></todo>", "userId"),
+])
+def test_an_xml_value_of_the_wrong_type_is_422_for_its_field(server, body, field):
+    reply = call(server, "POST", "/todos", body, dict(XML_BODY, **XML_HEADERS))
+    problem = assert_problem(reply, 422, "xml")
+    assert problem["detail"] == "The todo is not valid; see the errors for %s." % field
+    assert [error["field"] for error in problem["errors"]] == [field]
+
+
+def test_a_missing_title_is_required(server):
+    problem = assert_problem(call(server, "POST", "/todos", {"done": True}), 422)
+    assert problem["detail"] == "The todo is not valid; see the errors for title."
+    assert problem["errors"] == [{"field": "title", "message": "is required"}]
+
+
+def test_an_id_in_a_post_is_422(server):
+    problem = assert_problem(call(server, "POST", "/todos", {"id": 5, "title": "x"}), 422)
+    assert problem["detail"] == "The todo is not valid; see the errors for id."
+    assert problem["errors"] == [{"field": "id", "message": "is assigned by the server; leave "
+                                                           "it out"}]
+
+
+def test_a_422_lists_every_bad_field(server):
+    problem = assert_problem(call(server, "POST", "/todos", {"done": "no", "userId": True}), 422)
+    assert sorted(error["field"] for error in problem["errors"]) == ["done", "title", "userId"]
+
+
+def test_a_put_without_the_title_says_put_replaces_the_whole_todo(server):
+    made = post(server, "/todos", {"title": "Whole"})
+    problem = assert_problem(call(server, "PUT", "/todos/%d" % made["id"], {"done": True}), 422)
+    assert problem["detail"] == (
+        "The todo is not valid; see the errors for title. PUT replaces the whole todo, so it "
+        "needs every field; PATCH changes only the fields it sends.")
+
+
+def test_a_put_may_repeat_the_paths_id_only(server):
+    made = post(server, "/todos", {"title": "Mine"})
+    path = "/todos/%d" % made["id"]
+    assert call(server, "PUT", path, {"id": made["id"], "title": "Same"}).status == 200
+    problem = assert_problem(call(server, "PUT", path, {"id": made["id"] + 1, "title": "x"}), 422)
+    assert [error["field"] for error in problem["errors"]] == ["id"]
+
+
+# -- versions ----------------------------------------------------------------------------
+
+def test_if_none_match_gives_304(server):
+    made = post(server, "/todos", {"title": "Cached"})
+    reply = call(server, "GET", "/todos/%d" % made["id"], headers={"If-None-Match": '"1-json"'})
+    assert (reply.status, reply.body) == (304, b"")
+    assert reply.headers["ETag"] == '"1-json"'
+
+
+def test_a_stale_if_match_is_412_naming_the_todo(server):
+    made = post(server, "/todos", {"title": "Raced"})
+    path = "/todos/%d" % made["id"]
+    assert call(server, "PATCH", path, {"done": True}, {"If-Match": '"1-json"'}).status == 200
+    reply = call(server, "PATCH", path, {"title": "Lost"}, {"If-Match": '"1-json"'})
+    problem = assert_problem(reply, 412)
+    assert problem["detail"] == ("The todo has changed since you read it (If-Match does not name "
+                                 "its current ETag); GET it again and retry.")
+    assert call(server, "GET", path).json() == todo(made["id"], "Raced", True)
+
+
+def test_a_stale_if_match_on_delete_deletes_nothing(server):
+    made = post(server, "/todos", {"title": "Kept"})
+    path = "/todos/%d" % made["id"]
+    assert_problem(call(server, "DELETE", path, headers={"If-Match": '"2-json"'}), 412)
+    assert call(server, "GET", path).json() == made
+    assert call(server, "DELETE", path, headers={"If-Match": '"1-json"'}).status == 200
+
+
+# -- the list: filters by type and every dialect -----------------------------------------
+
+@pytest.mark.parametrize("query, expected", [
+    ("", [1, 2, 3, 4]),
+    ("done=true", [2, 4]),
+    ("done=false", [1, 3]),
+    ("userId=1", [1, 4]),
+    ("userId=1&userId=2", [1, 2, 4]),
+    ("title=Call%20mum", [3]),
+    ("q=BOOK", [4]),
+    ("sort=-title", [2, 4, 3, 1]),
+    ("sort=done", [1, 3, 2, 4]),  # false sorts before true
+    ("sort=-done,title", [4, 2, 1, 3]),
+    ("sort=userId", [3, 1, 4, 2]),  # a none first, ties by id
+    ("sort=-userId", [2, 1, 4, 3]),  # a none last
+    ("_sort=title", [1, 3, 4, 2]),
+    ("_sort=title&_order=desc", [2, 4, 3, 1]),
+    ("_sort=-userId,id", [2, 1, 4, 3]),
+    ("done_ne=true", [1, 3]),
+    ("userId_ne=1", [2]),  # a none never matches
+    ("title_like=O", [2, 4]),
+    ("title_like=mIlK", [1]),
+    ("userId_gte=2", [2]),
+    ("userId_lte=1", [1, 4]),
+    ("userId:gte=2", [2]),
+    ("userId:lt=2", [1, 4]),
+    ("userId:in=1,2", [1, 2, 4]),
+    ("done:eq=true", [2, 4]),
+    ("done:ne=false", [2, 4]),
+    ("title:startsWith=c", [3]),
+    ("title:endsWith=E", [2]),
+    ("title:contains=a%20b", [4]),
+    ("_start=1&_end=3", [2, 3]),
+    ("_page=2&_limit=3", [4]),
+    ("filter=%7B%22done%22%3A%20false%7D", [1, 3]),
+    ("filter=%7B%22userId%22%3A%20%5B2%2C%201%5D%7D", [1, 2, 4]),
+    ('sort=%5B%22title%22%2C%22DESC%22%5D', [2, 4, 3, 1]),
+])
+def test_the_list_filters_and_sorts_by_type(listed, query, expected):
+    assert ids(call(listed, "GET", "/todos?" + query)) == expected
+
+
+def test_the_list_counts_the_matches(listed):
+    reply = call(listed, "GET", "/todos?userId=1&limit=1")
+    assert reply.json() == [listed_todo(1)]
+    assert reply.headers["X-Total-Count"] == "2"
+    assert reply.headers["Link"] == (
+        '</todos?userId=1&limit=1&offset=0>; rel="first", '
+        '</todos?userId=1&limit=1&offset=1>; rel="last", '
+        '</todos?userId=1&limit=1&offset=1>; rel="next"')
+
+
+def test_json_server_1_pages_are_an_object(listed):
+    reply = call(listed, "GET", "/todos?_page=1&_per_page=2")
+    assert reply.status == 200
+    assert reply.json() == {"first": 1, "prev": None, "next": 2, "last": 2, "pages": 2,
+                            "items": 4, "data": [listed_todo(1), listed_todo(2)]}
+    assert reply.headers["X-Total-Count"] == "4"
+
+
+def test_simple_rest_sends_content_range_naming_todos(listed):
+    query = "filter=%s&range=%s" % (quote('{"done": true}'), quote("[0,1]"))
+    reply = call(listed, "GET", "/todos?" + query)
+    assert reply.json() == [listed_todo(2), listed_todo(4)]
+    assert reply.headers["Content-Range"] == "todos 0-1/2"
+    assert reply.headers["X-Total-Count"] == "2"
+
+
+def test_simple_rest_with_nothing_sent_is_star_over_the_total(listed):
+    reply = call(listed, "GET", "/todos?range=%s" % quote("[10,19]"))
+    assert reply.json() == []
+    assert reply.headers["Content-Range"] == "todos */4"
+
+
+@pytest.mark.parametrize("parameter, value", [
+    ("done", "yes"), ("done", "1"), ("userId", "1.5"), ("userId", "x"),
+    ("userId_gte", "x"), ("userId:lt", "1.0"), ("done:eq", "TRUE"), ("done_ne", "no"),
+    ("userId:in", "1,two")])
+def test_a_filter_value_of_the_wrong_type_is_400_naming_the_parameter(listed, parameter, value):
+    problem = assert_problem(call(listed, "GET", "/todos?%s=%s" % (parameter, value)), 400)
+    assert names(problem["detail"], parameter), problem["detail"]
+
+
+@pytest.mark.parametrize("query, parameter", [
+    ("sort=priority", "sort"), ("priority=1", "priority"), ("name=Ada", "name"),
+    ("title_gt=a", "title_gt")])
+def test_a_field_todos_do_not_have_is_400_naming_it(listed, query, parameter):
+    problem = assert_problem(call(listed, "GET", "/todos?" + query), 400)
+    assert names(problem["detail"], parameter), problem["detail"]
+
+
+# -- SQLite: one file, a table per resource ---------------------------------------------
+
+def todays_release(tmp_path):
+    """rest_users.py as it was before resources were declared, imported as a module."""
+    source = subprocess.check_output(["git", "show", "9a46a93:rest_users.py"], cwd=HERE)
+    path = tmp_path / "rest_users_before.py"
+    path.write_bytes(source)
+    spec = importlib.util.spec_from_file_location("rest_users_before", str(path))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_file_from_the_release_before_keeps_its_users_and_gains_todos(tmp_path):
+    db = str(tmp_path / "users.db")
+    before = todays_release(tmp_path).make_server("127.0.0.1", 0, db=db, quiet=True)
+    before.store.create({"name": "Ada", "email": "ada@example.com"})
+    before.store.create({"name": "Grace", "email": "grace@example.com"})
+    before.server_close()
+    running = start_server(db=db, resources=BOTH)
+    try:
+        assert call(running, "GET", "/users").json() == [ADA, GRACE]
+        assert call(running, "GET", "/users/2").headers["ETag"] == '"1-json"'
+        assert post(running, "/users", {"name": "Alan", "email": "alan@example.com"})["id"] == 3
+        assert post(running, "/todos", {"title": "Buy milk", "userId": 2}) == todo(
+            1, "Buy milk", False, 2)
+    finally:
+        stop_server(running)
+    with sqlite3.connect(db) as connection:
+        tables = {row[0] for row in connection.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table'")}
+    connection.close()
+    assert {"users", "todos"} <= tables
+
+
+def test_todos_in_a_file_come_back_typed_after_a_restart(tmp_path):
+    db = str(tmp_path / "todos.db")
+    running = start_server(db=db, resources=BOTH)
+    post(running, "/users", {"name": "Ada", "email": "ada@example.com"})
+    post(running, "/todos", {"title": "Kept", "done": True, "userId": 1})
+    post(running, "/todos", {"title": "Open"})
+    stop_server(running)
+    running = start_server(db=db, resources=BOTH)
+    try:
+        assert call(running, "GET", "/todos").json() == [todo(1, "Kept", True, 1),
+                                                         todo(2, "Open")]
+        assert post(running, "/todos", {"title": "Third"})["id"] == 3
+    finally:
+        stop_server(running)
+
+
+# -- references --------------------------------------------------------------------------
+
+def test_a_reference_to_no_user_is_422(server):
+    problem = assert_problem(call(server, "POST", "/todos", {"title": "x", "userId": 98765}), 422)
+    assert problem["detail"] == "The todo is not valid; see the errors for userId."
+    assert problem["errors"] == [{"field": "userId", "message": "there is no user with id 98765"}]
+
+
+def test_a_patch_to_no_user_is_422_and_changes_nothing(server):
+    made = post(server, "/todos", {"title": "Mine", "userId": 1})
+    reply = call(server, "PATCH", "/todos/%d" % made["id"], {"userId": 98765})
+    problem = assert_problem(reply, 422)
+    assert problem["errors"] == [{"field": "userId", "message": "there is no user with id 98765"}]
+    assert call(server, "GET", "/todos/%d" % made["id"]).json() == made
+
+
+def test_a_users_todos_are_a_nested_list(listed):
+    reply = call(listed, "GET", "/users/1/todos")
+    assert reply.json() == [listed_todo(1), listed_todo(4)]
+    assert reply.headers["X-Total-Count"] == "2"
+
+
+def test_a_nested_list_takes_every_list_parameter_and_dialect(listed):
+    assert ids(call(listed, "GET", "/users/1/todos?_sort=-title")) == [4, 1]
+    assert ids(call(listed, "GET", "/users/1/todos?done=true")) == [4]
+    assert ids(call(listed, "GET", "/users/1/todos?title:contains=MILK")) == [1]
+
+
+def test_a_post_under_a_user_creates_a_todo_of_that_user(server):
+    reply = call(server, "POST", "/users/1/todos", {"title": "Nested"})
+    created = reply.json()
+    assert reply.status == 201
+    assert created == todo(created["id"], "Nested", False, 1)
+    assert reply.headers["Location"] == "/todos/%d" % created["id"]
+
+
+@pytest.mark.parametrize("method", ["GET", "POST"])
+def test_a_nested_route_under_a_missing_user_is_404(server, method):
+    reply = call(server, method, "/users/98765/todos",
+                 {"title": "x"} if method == "POST" else None)
+    problem = assert_problem(reply, 404)
+    assert problem["detail"] == "There is no user with id 98765."
+
+
+def test_embed_adds_a_users_todos(listed):
+    reply = call(listed, "GET", "/users/1?_embed=todos")
+    assert reply.status == 200
+    assert reply.json() == dict(ADA, todos=[listed_todo(1), listed_todo(4)])
+
+
+def test_embed_adds_each_users_todos_to_a_list(listed):
+    reply = call(listed, "GET", "/users?_embed=todos")
+    assert reply.json() == [dict(ADA, todos=[listed_todo(1), listed_todo(4)]),
+                            dict(GRACE, todos=[listed_todo(2)])]
+
+
+def test_embed_in_xml_is_a_todos_child(listed):
+    reply = call(listed, "GET", "/users/1?_embed=todos", headers=XML_HEADERS)
+    assert reply.body == (ADA_XML[:-len("</user>")].encode() + b"<todos>"
+                          + todo_xml(1, "Buy milk", "false", 1)
+                          + todo_xml(4, "Read a book", "true", 1) + b"</todos></user>")
+
+
+def test_expand_adds_a_todos_user(listed):
+    reply = call(listed, "GET", "/todos/2?_expand=user")
+    assert reply.status == 200
+    assert reply.json() == dict(listed_todo(2), user=GRACE)
+
+
+@pytest.mark.parametrize("query", ["_expand=user", "_embed=user"])
+def test_expand_adds_each_todos_user_to_a_list(listed, query):
+    reply = call(listed, "GET", "/todos?userId=1&" + query)
+    assert reply.json() == [dict(listed_todo(1), user=ADA), dict(listed_todo(4), user=ADA)]
+
+
+def test_expand_in_xml_is_a_user_child(listed):
+    reply = call(listed, "GET", "/todos/1?_expand=user", headers=XML_HEADERS)
+    assert reply.body == (b"<todo><id>1</id><title>Buy milk</title><done>false</done>"
+                          b"<userId>1</userId>" + ADA_XML.encode() + b"</todo>")
+
+
+@pytest.mark.parametrize("path, name", [
+    ("/users/1?_embed=posts", "posts"), ("/users?_embed=todo", "todo"),
+    ("/todos/1?_expand=owner", "owner"), ("/todos?_expand=users", "users"),
+    ("/todos?_embed=todos", "todos")])
+def test_an_unknown_embed_or_expand_is_400_naming_it(listed, path, name):
+    problem = assert_problem(call(listed, "GET", path), 400)
+    assert names(problem["detail"], name), problem["detail"]
+
+
+def test_deleting_a_referenced_user_is_409_naming_todos_and_the_count(server):
+    user = post(server, "/users", {"name": "Owner", "email": "owner@example.com"})
+    owned = [post(server, "/users/%d/todos" % user["id"], {"title": title})
+             for title in ("One", "Two")]
+    problem = assert_problem(call(server, "DELETE", "/users/%d" % user["id"]), 409)
+    assert names(problem["detail"], "todos") and names(problem["detail"], "2"), problem["detail"]
+    assert call(server, "GET", "/users/%d" % user["id"]).json() == user
+    assert call(server, "GET", "/users/%d/todos" % user["id"]).json() == owned
+    for item in owned:
+        call(server, "DELETE", "/todos/%d" % item["id"])
+    assert call(server, "DELETE", "/users/%d" % user["id"]).status == 200
+
+
+# -- an optional field with a none, under every operator, on both stores ----------------
+
+NOTES = Resource("notes", [Field("text", "string", required=True), Field("tag", "string"),
+                           Field("rank", "integer"), Field("score", "number")])
+# ids 1 to 4; 2 and 4 have nones
+NOTED = [("one", "alpha", 2, 2.5), ("two", None, None, None), ("three", "beta", 1, 0.5),
+         ("four", None, None, None)]
+
+
+@pytest.fixture(scope="module", params=KINDS)
+def noted(request, tmp_path_factory):
+    options = options_for(request.param, tmp_path_factory)
+    running = start_server(options.pop("variant", "default"), resources=[USERS, NOTES], **options)
+    for text, tag, rank, score in NOTED:
+        post(running, "/notes", {"text": text, "tag": tag, "rank": rank, "score": score})
+    yield running
+    stop_server(running)
+
+
+NONE_QUERIES = [
+    ("tag=alpha", [1]), ("tag_ne=alpha", [3]), ("tag_gte=b", [3]), ("tag_lte=b", [1]),
+    ("tag_like=ALP", [1]), ("tag_like=a", [1, 3]),
+    ("tag:eq=beta", [3]), ("tag:ne=beta", [1]), ("tag:lt=b", [1]), ("tag:lte=beta", [1, 3]),
+    ("tag:gt=alpha", [3]), ("tag:gte=alpha", [1, 3]), ("tag:in=alpha,beta", [1, 3]),
+    ("tag:contains=ET", [3]), ("tag:startsWith=AL", [1]), ("tag:endsWith=A", [1, 3]),
+    ("rank=2", [1]), ("rank_ne=2", [3]), ("rank_gte=1", [1, 3]), ("rank_lte=1", [3]),
+    ("rank:eq=1", [3]), ("rank:ne=1", [1]), ("rank:lt=2", [3]), ("rank:lte=2", [1, 3]),
+    ("rank:gt=0", [1, 3]), ("rank:gte=2", [1]), ("rank:in=1,2", [1, 3]),
+    ("score=2.5", [1]), ("score_ne=0.5", [1]), ("score_gte=1", [1]), ("score:lt=1", [3]),
+    ("score:in=0.5,2.5", [1, 3]),
+    ("q=ALP", [1]), ("filter=%7B%22tag%22%3A%22alpha%22%7D", [1]),
+    ("filter=%7B%22tag%22%3A%5B%22alpha%22%2C%22beta%22%5D%7D", [1, 3]),
+    ("sort=tag", [2, 4, 1, 3]), ("sort=-tag", [3, 1, 2, 4]),
+    ("_sort=tag", [2, 4, 1, 3]), ("_sort=-tag", [3, 1, 2, 4]),
+    ("_sort=tag&_order=desc", [3, 1, 2, 4]),
+    ("sort=%5B%22tag%22%2C%22DESC%22%5D", [3, 1, 2, 4]),
+    ("sort=rank", [2, 4, 3, 1]), ("sort=-rank", [1, 3, 2, 4]),
+    ("_sort=score", [2, 4, 3, 1]), ("_sort=-score", [1, 3, 2, 4]),
+]
+
+
+@pytest.mark.parametrize("query, expected", NONE_QUERIES)
+def test_a_none_never_matches_and_sorts_first(noted, query, expected):
+    reply = call(noted, "GET", "/notes?" + query)
+    assert reply.status == 200, reply.body
+    assert ids(reply) == expected
+
+
+def test_every_dialect_operator_is_covered_on_an_optional_field():
+    covered = {re.split("[=]", query)[0].replace("tag", "").replace("rank", "")
+               for query, _ in NONE_QUERIES}
+    assert {"", "_ne", "_gte", "_lte", "_like"} | {
+        ":" + test for test in ("eq", "ne", "lt", "lte", "gt", "gte", "in", "contains",
+                                "startsWith", "endsWith")} <= covered
+
+
+# -- db.json, as json-server reads it -----------------------------------------------------
+
+DB_JSON = {
+    "users": [{"id": 1, "name": "Ada", "email": "ada@example.com", "phone": "+44 20 7946 0958"}],
+    "posts": [{"id": "1", "title": "a title", "views": 100, "userId": 1,
+               "meta": {"tags": ["rest", "json"], "draft": False, "score": 1.5}},
+              {"id": "2", "title": "another title", "views": 200, "userId": 1, "meta": None}],
+    "comments": [{"id": "1", "text": "a comment about post 1", "postId": "1"},
+                 {"id": "2", "text": "another comment about post 1", "postId": 1},
+                 {"id": "3", "text": "about post 2", "postId": "2"}],
+    "profile": {"name": "typicode"},
+}
+POST_1 = {"id": 1, "title": "a title", "views": 100, "userId": 1,
+          "meta": {"tags": ["rest", "json"], "draft": False, "score": 1.5}}
+POST_2 = {"id": 2, "title": "another title", "views": 200, "userId": 1, "meta": None}
+COMMENTS = [{"id": 1, "text": "a comment about post 1", "postId": 1},
+            {"id": 2, "text": "another comment about post 1", "postId": 1},
+            {"id": 3, "text": "about post 2", "postId": 2}]
+
+
+def write_db_json(folder, content):
+    path = folder / "db.json"
+    path.write_bytes(content if isinstance(content, bytes) else json.dumps(content).encode())
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def loaded(tmp_path_factory):
+    """rest_users.py started from a db.json, as a front-end developer starts it."""
+    path = write_db_json(tmp_path_factory.mktemp("load"), DB_JSON)
+    process, banner = run_service("--port", "0", "--quiet", "--load", path)
+    try:
+        assert banner.startswith("Serving users API on http://127.0.0.1:")
+        yield Port(port_of(banner))
+    finally:
+        process.terminate()
+        process.communicate(timeout=10)
+    assert process.returncode == 0
+
+
+def test_a_db_json_serves_its_collections_with_digit_ids_as_integers(loaded):
+    assert call(loaded, "GET", "/posts").json() == [POST_1, POST_2]
+    assert call(loaded, "GET", "/comments").json() == COMMENTS
+    reply = call(loaded, "GET", "/posts/1")
+    assert (reply.status, reply.json(), reply.headers["ETag"]) == (200, POST_1, '"1-json"')
+
+
+def test_a_db_json_lists_every_resource_at_the_root(loaded):
+    assert call(loaded, "GET", "/").json() == {"users": "/users", "posts": "/posts",
+                                               "comments": "/comments", "profile": "/profile"}
+
+
+def test_users_in_a_db_json_gain_its_extra_keys_as_optional_fields(loaded):
+    assert call(loaded, "GET", "/users/1").json() == dict(ADA, phone="+44 20 7946 0958")
+    problem = assert_problem(call(loaded, "POST", "/users", {"name": "", "email": "x"}), 422)
+    assert [error["field"] for error in problem["errors"]] == ["name", "email"]  # checks kept
+
+
+def test_a_db_json_infers_types_for_filters_and_sorts(loaded):
+    assert ids(call(loaded, "GET", "/posts?views_gte=150")) == [2]
+    assert ids(call(loaded, "GET", "/posts?_sort=-views")) == [2, 1]
+    assert_problem(call(loaded, "GET", "/posts?views=many"), 400)
+    problem = assert_problem(call(loaded, "POST", "/posts", {"title": "t", "views": "many",
+                                                             "userId": 1}), 422)
+    assert [error["field"] for error in problem["errors"]] == ["views"]
+
+
+def test_a_json_field_is_neither_filtered_nor_sorted(loaded):
+    for query, parameter in (("meta=1", "meta"), ("_sort=meta", "_sort")):
+        problem = assert_problem(call(loaded, "GET", "/posts?" + query), 400)
+        assert names(problem["detail"], "meta"), problem["detail"]
+
+
+def test_a_json_field_round_trips_through_xml(loaded):
+    xml = call(loaded, "GET", "/posts/1", headers=XML_HEADERS)
+    assert xml.status == 200 and xml.body.startswith(b"<post><id>1</id><title>a title</title>")
+    reply = call(loaded, "PUT", "/posts/1", xml.body, dict(XML_BODY, **{"If-Match": '"1-xml"'}))
+    assert (reply.status, reply.json()) == (200, POST_1)
+
+
+def test_a_db_json_reference_gives_nested_routes_embed_and_expand(loaded):
+    assert call(loaded, "GET", "/posts/1/comments").json() == COMMENTS[:2]
+    assert call(loaded, "GET", "/posts/2?_embed=comments").json() == dict(
+        POST_2, comments=COMMENTS[2:])
+    assert call(loaded, "GET", "/comments/3?_expand=post").json() == dict(COMMENTS[2], post=POST_2)
+    assert call(loaded, "GET", "/comments/3?_embed=post").json() == dict(COMMENTS[2], post=POST_2)
+    assert_problem(call(loaded, "GET", "/comments/1/posts"), 404)
+    problem = assert_problem(call(loaded, "POST", "/comments", {"text": "x", "postId": 9}), 422)
+    assert problem["errors"] == [{"field": "postId", "message": "there is no post with id 9"}]
+
+
+def test_deleting_a_post_with_comments_is_409(loaded):
+    problem = assert_problem(call(loaded, "DELETE", "/posts/1"), 409)
+    assert names(problem["detail"], "comments") and names(problem["detail"], "2")
+    assert call(loaded, "GET", "/posts/1").json() == POST_1
+
+
+def test_a_singular_resource_reads_with_an_etag_in_both_formats(loaded):
+    reply = call(loaded, "GET", "/profile")
+    assert (reply.status, reply.json()) == (200, {"name": "typicode"})
+    assert reply.headers["Content-Type"] == JSON_TYPE
+    assert re.fullmatch(r'"[0-9]+-json"', reply.headers["ETag"])
+    xml = call(loaded, "GET", "/profile", headers=XML_HEADERS)
+    assert xml.body == b"<profile><name>typicode</name></profile>"
+    assert xml.headers["ETag"] == reply.headers["ETag"].replace("json", "xml")
+    head = call(loaded, "HEAD", "/profile")
+    assert (head.status, head.body, head.headers["ETag"]) == (200, b"", reply.headers["ETag"])
+
+
+def test_a_singular_resource_is_replaced_and_patched_with_if_match(loaded):
+    tag = call(loaded, "GET", "/profile").headers["ETag"]
+    put = call(loaded, "PUT", "/profile", {"name": "Ada"}, {"If-Match": tag})
+    assert (put.status, put.json()) == (200, {"name": "Ada"})
+    assert put.headers["ETag"] != tag
+    assert_problem(call(loaded, "PATCH", "/profile", {"name": "Lost"}, {"If-Match": tag}), 412)
+    patch = call(loaded, "PATCH", "/profile", {"name": "Grace"}, {"If-Match": put.headers["ETag"]})
+    assert (patch.status, patch.json()) == (200, {"name": "Grace"})
+    problem = assert_problem(call(loaded, "PUT", "/profile", {}), 422)  # every key it had
+    assert [error["field"] for error in problem["errors"]] == ["name"]
+
+
+@pytest.mark.parametrize("method", ["POST", "DELETE"])
+def test_a_singular_resource_takes_no_post_or_delete(loaded, method):
+    reply = call(loaded, method, "/profile", {"name": "x"} if method == "POST" else None)
+    assert_problem(reply, 405)
+    assert reply.headers["Allow"] == "GET, HEAD, PUT, PATCH, OPTIONS"
+    options = call(loaded, "OPTIONS", "/profile")
+    assert (options.status, options.headers["Allow"]) == (204, "GET, HEAD, PUT, PATCH, OPTIONS")
+    assert_problem(call(loaded, "GET", "/profile/1"), 404)
+
+
+BROKEN_DB_JSON = [  # (content, words the one line must hold: resource, entry, problem)
+    ("not a db", ["object"]),
+    ({"posts": [{"id": 1, "title": "a"}, "oops"]}, ["post", "2", "object"]),
+    ({"posts": [{"id": "x1", "title": "a"}]}, ["post", "1", "id"]),
+    ({"posts": [{"id": 1, "title": "a"}, {"id": -2, "title": "b"}]}, ["post", "2", "id"]),
+    ({"posts": [{"id": 1, "title": "a"}], "comments": [{"id": 1, "postId": 9}]},
+     ["comment", "1", "postId", "9"]),
+    ({"posts": [{"id": 1, "title": "a"}], "count": 3}, ["count"]),
+    ({"people": [{"id": 1, "name": "a"}]}, ["people"]),
+    ({"users": [{"id": 1, "name": "", "email": "a@x"}]}, ["user", "1", "name"]),
+]
+
+
+@pytest.mark.parametrize("content, words", BROKEN_DB_JSON)
+def test_a_broken_db_json_stops_the_start_with_one_line(tmp_path, capsys, content, words):
+    path = write_db_json(tmp_path, content)
+    status, out, err = failed_start(capsys, "--port", "0", "--quiet", "--load", path)
+    assert (status, out) == (2, "")
+    assert err.startswith("rest_users: cannot load %s: " % path) and err.count("\n") == 1
+    said = err[len("rest_users: cannot load %s: " % path):]
+    assert all(word in said for word in words), said
+
+
+def test_a_broken_db_json_on_the_command_line_exits_2(tmp_path):
+    path = write_db_json(tmp_path, {"posts": [1, 2]})
+    result = subprocess.Popen([sys.executable, os.path.join(HERE, "rest_users.py"), "--port", "0",
+                               "--load", path], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              universal_newlines=True, cwd=HERE)
+    out, err = result.communicate(timeout=10)
+    assert (result.returncode, out) == (2, "")
+    assert len(err.splitlines()) == 1 and "posts" in err
+
+
+def test_reset_brings_back_what_a_db_json_started_with(tmp_path):
+    path = write_db_json(tmp_path, DB_JSON)
+    running = start_server(load=path)
+    try:
+        call(running, "DELETE", "/comments/3")
+        call(running, "PATCH", "/profile", {"name": "changed"})
+        assert post(running, "/posts", {"title": "new", "views": 1, "userId": 1})["id"] == 3
+        assert call(running, "POST", "/__admin/reset").status == 204
+        assert call(running, "GET", "/comments").json() == COMMENTS
+        assert call(running, "GET", "/profile").json() == {"name": "typicode"}
+        assert call(running, "GET", "/posts").json() == [POST_1, POST_2]
+        assert post(running, "/posts", {"title": "new", "views": 1, "userId": 1})["id"] == 3
+    finally:
+        stop_server(running)
+
+
+def test_with_db_a_db_json_fills_the_file_once(tmp_path):
+    path, db = write_db_json(tmp_path, DB_JSON), str(tmp_path / "db.sqlite")
+    running = start_server(load=path, db=db)
+    call(running, "DELETE", "/comments/3")
+    stop_server(running)
+    running = start_server(load=path, db=db)
+    try:
+        assert call(running, "GET", "/comments").json() == COMMENTS[:2]
+        assert call(running, "GET", "/posts/1").json() == POST_1
+    finally:
+        stop_server(running)
+
+
+# -- the fake API's controls, the key, the index and the description ---------------------
+
+def test_reset_empties_todos_and_their_ids_start_again(tmp_path_factory):
+    running = serve("memory", tmp_path_factory)
+    try:
+        post(running, "/todos", {"title": "One"})
+        post(running, "/todos", {"title": "Two"})
+        assert call(running, "POST", "/__admin/reset").status == 204
+        assert call(running, "GET", "/todos").json() == []
+        assert post(running, "/todos", {"title": "Again"})["id"] == 1
+    finally:
+        stop_server(running)
+
+
+def test_the_journal_records_todos_requests(tmp_path_factory):
+    running = serve("memory", tmp_path_factory)
+    try:
+        call(running, "POST", "/todos?from=test", {"title": "Logged"})
+        call(running, "GET", "/users/1/todos")
+        kept = call(running, "GET", "/__admin/requests").json()["requests"]
+        assert [(entry["method"], entry["target"], entry["body"], entry["status"])
+                for entry in kept] == [("POST", "/todos?from=test", '{"title": "Logged"}', 201),
+                                       ("GET", "/users/1/todos", "", 404)]
+    finally:
+        stop_server(running)
+
+
+@pytest.fixture(scope="module")
+def keyed():
+    running = start_server(api_key=KEY, resources=BOTH, cors="*")
+    yield running
+    stop_server(running)
+
+
+@pytest.mark.parametrize("method, path", [("GET", "/todos"), ("POST", "/todos"),
+                                          ("GET", "/todos/1"), ("DELETE", "/todos/99"),
+                                          ("GET", "/users/1/todos"), ("BREW", "/todos")])
+def test_the_api_key_guards_todos(keyed, method, path):
+    reply = call(keyed, method, path)
+    assert_problem(reply, 401)
+    assert reply.headers["WWW-Authenticate"] == 'Bearer realm="users"'
+
+
+def test_with_the_key_todos_answer(keyed):
+    reply = call(keyed, "POST", "/todos", {"title": "Keyed"}, BEARER)
+    assert reply.status == 201
+    assert call(keyed, "OPTIONS", "/todos").status == 204  # open, as for users
+
+
+def test_cors_covers_todos(keyed):
+    reply = call(keyed, "GET", "/todos", headers=dict(BEARER, Origin="https://app.example"))
+    assert reply.status == 200
+    assert reply.headers["Access-Control-Allow-Origin"] == "*"
+
+
+def test_the_index_lists_every_resource_in_order(listed):
+    reply = call(listed, "GET", "/")
+    assert (reply.status, reply.body) == (200, b'{"users": "/users", "todos": "/todos"}')
+    xml = call(listed, "GET", "/", headers=XML_HEADERS)
+    assert xml.body == b"<index><users>/users</users><todos>/todos</todos></index>"
+
+
+def test_the_api_description_has_todos_under_their_own_tag(listed):
+    document = call(listed, "GET", "/openapi.json").json()
+    assert "todos" in {tag["name"] for tag in document["tags"]}
+    for path in ("/todos", "/todos/{id}"):
+        for method, operation in document["paths"][path].items():
+            if method != "parameters":
+                assert operation["tags"] == ["todos"], (path, method)
+    schema = document["components"]["schemas"]["Todo"]
+    assert list(schema["properties"]) == ["id", "title", "done", "userId"]
+    assert schema["properties"]["done"]["type"] == "boolean"
+    assert "/users/{id}/todos" in document["paths"]
+
+
+def test_with_a_key_the_description_marks_todos_as_keyed(keyed):
+    document = call(keyed, "GET", "/openapi.json").json()
+    for method, operation in document["paths"]["/todos"].items():
+        if method not in ("parameters", "options"):
+            assert operation["security"] == [{"bearerAuth": []}], method
+
+
+# -- composition: /__admin/ answers carry no CORS, whatever the order --------------------
+
+def orders(classes):
+    """Orders of the handler's parts to try: each rotation, each reversed, and a sample."""
+    rotations = [classes[n:] + classes[:n] for n in range(len(classes))]
+    every = list(itertools.permutations(classes))
+    sample = every[::max(1, len(every) // 100)]
+    return rotations + [order[::-1] for order in rotations] + [list(order) for order in sample]
+
+
+def test_admin_answers_carry_no_cors_whatever_the_order_of_the_parts():
+    running = start_server("plain", cors="*", resources=BOTH)
+    parts = list(rest_users.PlainHandler.__bases__)
+    origin = {"Origin": "https://evil.example"}
+    composed = 0
+    try:
+        for order in orders(parts):
+            try:
+                running.RequestHandlerClass = type("Reordered", tuple(order), {})
+            except TypeError:  # an order Python cannot linearise is no handler
+                continue
+            composed += 1
+            assert call(running, "GET", "/todos", headers=origin).headers[
+                "Access-Control-Allow-Origin"] == "*"  # CORS is on: the test can fail
+            for method, path in (("GET", "/__admin/requests"), ("POST", "/__admin/reset")):
+                reply = call(running, method, path, headers=origin)
+                assert not [name for name in reply.headers if name.startswith("Access-Control")]
+    finally:
+        stop_server(running)
+    assert composed >= len(parts)
+
+
+# -- the explorer ------------------------------------------------------------------------
+
+def test_the_explorer_offers_todos(browser):
+    running = start_server(resources=BOTH)
+    try:
+        post(running, "/todos", {"title": "Buy milk"})
+        browser.open("http://127.0.0.1:%d/" % running.server_address[1])
+        browser.wait_for("document.readyState === 'complete'")
+        # whatever offers the choice of resource (a link, a button, a select's option)
+        browser.run(
+            "(() => { const choice = [...document.querySelectorAll('a, button, option')].find("
+            "c => ['todos', '/todos'].includes((c.value || c.textContent).trim().toLowerCase()));"
+            " if (choice.tagName === 'OPTION') { choice.selected = true; choice.parentElement"
+            ".dispatchEvent(new Event('change', {bubbles: true})); } else { choice.click(); }"
+            " })()")
+        browser.wait_for("document.querySelector('#rows') !== null && [...document."
+                         "querySelectorAll('#rows td')].some(td => td.textContent === 'Buy milk')")
+        labels = browser.run("[...document.querySelectorAll('label')].map(l => l.textContent)")
+    finally:
+        stop_server(running)
+    assert any("title" in label.lower() for label in labels), labels
