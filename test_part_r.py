@@ -317,7 +317,6 @@ def test_an_xml_body_with_another_root_is_400(server):
 @pytest.mark.parametrize("body, field", [
     ({"title": "x", "done": "no"}, "done"),
     ({"title": "x", "done": 0}, "done"),
-    ({"title": "x", "done": None}, "done"),  # done has a default, not a none
     ({"title": "x", "userId": 1.0}, "userId"),
     ({"title": "x", "userId": True}, "userId"),
     ({"title": "x", "userId": "1"}, "userId"),
@@ -406,6 +405,16 @@ def test_a_stale_if_match_on_delete_deletes_nothing(server):
     assert_problem(call(server, "DELETE", path, headers={"If-Match": '"2-json"'}), 412)
     assert call(server, "GET", path).json() == made
     assert call(server, "DELETE", path, headers={"If-Match": '"1-json"'}).status == 200
+
+
+def test_a_write_is_checked_for_existence_then_version_then_fields(server):
+    made = post(server, "/todos", {"title": "Checked"})
+    path, bad = "/todos/%d" % made["id"], {"done": "no", "userId": 98765}
+    stale = {"If-Match": '"9-json"'}
+    assert_problem(call(server, "PATCH", "/todos/98765", bad, stale), 404)
+    assert_problem(call(server, "PATCH", path, bad, stale), 412)
+    problem = assert_problem(call(server, "PATCH", path, bad), 422)
+    assert [error["field"] for error in problem["errors"]] == ["done", "userId"]
 
 
 # -- the list: filters by type and every dialect -----------------------------------------
@@ -613,6 +622,11 @@ def test_embed_in_xml_is_a_todos_child(listed):
                           + todo_xml(4, "Read a book", "true", 1) + b"</todos></user>")
 
 
+def test_simple_rest_embed_means_embed(listed):
+    reply = call(listed, "GET", "/users/1?embed=" + quote('["todos"]'))
+    assert reply.json() == dict(ADA, todos=[listed_todo(1), listed_todo(4)])
+
+
 def test_expand_adds_a_todos_user(listed):
     reply = call(listed, "GET", "/todos/2?_expand=user")
     assert reply.status == 200
@@ -651,6 +665,22 @@ def test_deleting_a_referenced_user_is_409_naming_todos_and_the_count(server):
     for item in owned:
         call(server, "DELETE", "/todos/%d" % item["id"])
     assert call(server, "DELETE", "/users/%d" % user["id"]).status == 200
+
+
+TAGS = Resource("tags", [Field("label", "string", required=True, unique=True,
+                                ignores_case=True)])
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+def test_a_unique_field_is_409_from_its_declaration(kind, tmp_path_factory):
+    options = options_for(kind, tmp_path_factory)
+    running = start_server(resources=[USERS, TAGS], **options)
+    try:
+        post(running, "/tags", {"label": "Home"})
+        assert_problem(call(running, "POST", "/tags", {"label": "HOME"}), 409)
+        assert post(running, "/tags", {"label": "Work"})["id"] == 2
+    finally:
+        stop_server(running)
 
 
 # -- an optional field with a none, under every operator, on both stores ----------------
@@ -739,10 +769,12 @@ def write_db_json(folder, content):
 def loaded(tmp_path_factory):
     """rest_users.py started from a db.json, as a front-end developer starts it."""
     path = write_db_json(tmp_path_factory.mktemp("load"), DB_JSON)
-    process, banner = run_service("--port", "0", "--quiet", "--load", path)
+    process, banner = run_service("--port", "0", "--load", path)
     try:
         assert banner.startswith("Serving users API on http://127.0.0.1:")
-        yield Port(port_of(banner))
+        served = Port(port_of(banner))
+        served.note = process.stderr.readline()  # then a log line per request: a few KiB
+        yield served
     finally:
         process.terminate()
         process.communicate(timeout=10)
@@ -754,6 +786,11 @@ def test_a_db_json_serves_its_collections_with_digit_ids_as_integers(loaded):
     assert call(loaded, "GET", "/comments").json() == COMMENTS
     reply = call(loaded, "GET", "/posts/1")
     assert (reply.status, reply.json(), reply.headers["ETag"]) == (200, POST_1, '"1-json"')
+
+
+def test_the_startup_note_names_every_resource_served(loaded):
+    assert all(re.search(r"\b%s\b" % name, loaded.note)
+               for name in ("users", "posts", "comments", "profile")), loaded.note
 
 
 def test_a_db_json_lists_every_resource_at_the_root(loaded):
@@ -777,7 +814,7 @@ def test_a_db_json_infers_types_for_filters_and_sorts(loaded):
 
 
 def test_a_json_field_is_neither_filtered_nor_sorted(loaded):
-    for query, parameter in (("meta=1", "meta"), ("_sort=meta", "_sort")):
+    for query in ("meta=1", "_sort=meta", "meta_ne=1", "meta:eq=1"):
         problem = assert_problem(call(loaded, "GET", "/posts?" + query), 400)
         assert names(problem["detail"], "meta"), problem["detail"]
 
@@ -974,6 +1011,8 @@ def test_the_api_description_has_todos_under_their_own_tag(listed):
     schema = document["components"]["schemas"]["Todo"]
     assert list(schema["properties"]) == ["id", "title", "done", "userId"]
     assert schema["properties"]["done"]["type"] == "boolean"
+    assert schema["xml"] == {"name": "todo"}
+    assert "title" in schema["required"]
     assert "/users/{id}/todos" in document["paths"]
 
 
