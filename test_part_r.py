@@ -409,12 +409,12 @@ def test_a_stale_if_match_on_delete_deletes_nothing(server):
 
 def test_a_write_is_checked_for_existence_then_version_then_fields(server):
     made = post(server, "/todos", {"title": "Checked"})
-    path, bad = "/todos/%d" % made["id"], {"done": "no", "userId": 98765}
+    path, bad = "/todos/%d" % made["id"], {"done": "no"}
     stale = {"If-Match": '"9-json"'}
     assert_problem(call(server, "PATCH", "/todos/98765", bad, stale), 404)
     assert_problem(call(server, "PATCH", path, bad, stale), 412)
     problem = assert_problem(call(server, "PATCH", path, bad), 422)
-    assert [error["field"] for error in problem["errors"]] == ["done", "userId"]
+    assert [error["field"] for error in problem["errors"]] == ["done"]
 
 
 # -- the list: filters by type and every dialect -----------------------------------------
@@ -574,16 +574,16 @@ def test_todos_in_a_file_come_back_typed_after_a_restart(tmp_path):
 # -- references --------------------------------------------------------------------------
 
 def test_a_reference_to_no_user_is_422(server):
-    problem = assert_problem(call(server, "POST", "/todos", {"title": "x", "userId": 98765}), 422)
+    problem = assert_problem(call(server, "POST", "/todos", {"title": "x", "userId": 9}), 422)
     assert problem["detail"] == "The todo is not valid; see the errors for userId."
-    assert problem["errors"] == [{"field": "userId", "message": "there is no user with id 98765"}]
+    assert problem["errors"] == [{"field": "userId", "message": "there is no user with id 9"}]
 
 
 def test_a_patch_to_no_user_is_422_and_changes_nothing(server):
     made = post(server, "/todos", {"title": "Mine", "userId": 1})
-    reply = call(server, "PATCH", "/todos/%d" % made["id"], {"userId": 98765})
+    reply = call(server, "PATCH", "/todos/%d" % made["id"], {"userId": 9})
     problem = assert_problem(reply, 422)
-    assert problem["errors"] == [{"field": "userId", "message": "there is no user with id 98765"}]
+    assert problem["errors"] == [{"field": "userId", "message": "there is no user with id 9"}]
     assert call(server, "GET", "/todos/%d" % made["id"]).json() == made
 
 
@@ -1045,7 +1045,7 @@ def orders(classes):
     """Orders of the handler's parts to try: each rotation, each reversed, and a sample."""
     rotations = [classes[n:] + classes[:n] for n in range(len(classes))]
     every = list(itertools.permutations(classes))
-    sample = every[::max(1, len(every) // 100)]
+    sample = every[::max(1, len(every) // 40)]
     return rotations + [order[::-1] for order in rotations] + [list(order) for order in sample]
 
 
