@@ -955,6 +955,32 @@ def test_with_db_a_db_json_fills_the_file_once(tmp_path):
         stop_server(running)
 
 
+def test_with_db_a_start_without_the_file_serves_what_it_stored(tmp_path):
+    path, db = write_db_json(tmp_path, DB_JSON), str(tmp_path / "db.sqlite")
+    stop_server(start_server(load=path, db=db))
+    running = start_server(db=db)
+    try:
+        assert call(running, "GET", "/posts").json() == [POST_1, POST_2]
+        assert call(running, "GET", "/users/1").json() == dict(ADA, phone="+44 20 7946 0958")
+        assert call(running, "GET", "/profile").json() == {"name": "typicode"}
+    finally:
+        stop_server(running)
+
+
+def test_with_db_a_collection_emptied_stays_empty_and_its_ids_are_not_given_again(tmp_path):
+    path, db = write_db_json(tmp_path, DB_JSON), str(tmp_path / "db.sqlite")
+    running = start_server(load=path, db=db)
+    for comment in COMMENTS:
+        call(running, "DELETE", "/comments/%d" % comment["id"])
+    stop_server(running)
+    running = start_server(load=path, db=db)
+    try:
+        assert call(running, "GET", "/comments").json() == []
+        assert post(running, "/comments", {"text": "new", "postId": 1})["id"] == 4
+    finally:
+        stop_server(running)
+
+
 # -- the fake API's controls, the key, the index and the description ---------------------
 
 def test_reset_empties_todos_and_their_ids_start_again(tmp_path_factory):
