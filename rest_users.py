@@ -125,15 +125,16 @@ class Taken(ApiError):
 # -- The routes: which action of UsersHandler answers which verb on which path -------------
 ITEM_ID = re.compile(r"[1-9][0-9]{0,18}")  # decimal, no leading zero, at most 19 digits
 
-Route = namedtuple("Route", "path pattern actions allow resource cors")
+Route = namedtuple("Route", "path pattern actions allow resource cors parent")
 """A route: `resource` is the Resource it serves (None for the others); `cors`: whether a
-page on another origin may read its answers, when --cors allows that origin."""
+page on another origin may read its answers, when --cors allows that origin; `parent`: for
+a nested route (/users/{id}/todos), the parent Resource and the field that refers to it."""
 
 
-def route(path, pattern, actions, resource=None, cors=True):
+def route(path, pattern, actions, resource=None, cors=True, parent=None):
     """A Route: its OpenAPI path, pattern, action per verb, Allow (HEAD with GET)."""
     verbs = list(actions) + (["HEAD"] if "GET" in actions else []) + ["OPTIONS"]
-    return Route(path, re.compile(pattern), actions, ", ".join(verbs), resource, cors)
+    return Route(path, re.compile(pattern), actions, ", ".join(verbs), resource, cors, parent)
 
 
 # The actions on a resource, named as Django REST Framework's router names them
@@ -244,7 +245,8 @@ class UsersHandler(BaseHTTPRequestHandler):
     def route_table(cls, resources=None):
         """The routes it answers: each resource's (users' when none is named); an appendix's
         subclass adds its own."""
-        return [found for resource in resources or [USERS] for found in resource_routes(resource)]
+        return [found for resource in resources or [USERS]
+                for found in resource_routes(resource)]
 
     @classmethod
     def keyed_paths(cls, resources):
@@ -261,6 +263,8 @@ class UsersHandler(BaseHTTPRequestHandler):
     def page(self, query_string):
         """The body and headers of the page of items a query string asks for."""
         query, kept = self.read_list_query(query_string)
+        query = query._replace(filters=query.filters + tuple(  # the path's: /users/1/todos
+            Filter(name, "eq", (value,)) for name, value in self.given_by_path().items()))
         total, items = self.store.list(query)
         return self.render_page(query, total, items), self.page_headers(query, total, items, kept)
 
@@ -277,12 +281,12 @@ class UsersHandler(BaseHTTPRequestHandler):
     def page_headers(self, query, total, items, kept):
         """X-Total-Count, and the Link header (RFC 8288) to the first, last, next... pages."""
         return [("X-Total-Count", str(total)),
-                ("Link", page_links(self.resource.path, query, total, kept))]
+                ("Link", page_links(self.route_path(), query, total, kept))]
 
     def create(self):
         """POST /users: 201 with the new item and its Location."""
-        fields = validate(self.resource, self.read_item_body())
-        item = self.store.create(fields)
+        fields = dict(validate(self.resource, self.read_item_body()), **self.given_by_path())
+        item = self.store.create(fields, check=self.check_write)
         self.send_item(HTTPStatus.CREATED, item,
                        [("Location", "%s/%d" % (self.resource.path, item.id))])
 
@@ -305,16 +309,34 @@ class UsersHandler(BaseHTTPRequestHandler):
         self.change(item_id, self.read_item_body(merge_patch=True), partial=True)
 
     def change(self, item_id, pairs, partial):
-        """Check If-Match, then the fields, then write: one atomic step inside the store."""
+        """Check If-Match, then the fields, then the rest, then write: one atomic step
+        inside the store."""
         def changed_fields(current):
             self.check_if_match(current)
-            return validate(self.resource, pairs, path_id=item_id, partial=partial)
+            fields = validate(self.resource, pairs, path_id=item_id, partial=partial)
+            self.check_write(current._replace(**fields))
+            return fields
         self.send_item(HTTPStatus.OK, self.store.update(item_id, changed_fields))
 
     def destroy(self, item_id):
         """DELETE /users/{id}: 200 with the item as it was, and no ETag (RFC 9110 §9.3.5)."""
-        item = self.store.delete(item_id, self.check_if_match)
+        item = self.store.delete(item_id, self.check_delete)
         self.respond(HTTPStatus.OK, self.render(item), self.format.content_type)
+
+    def given_by_path(self):
+        """The fields a route's path gives (Appendix C's /users/1/todos: userId 1): none."""
+        return {}
+
+    def route_path(self):
+        """The path of the route asked for, as its links write it: /users."""
+        return self.resource.path
+
+    def check_write(self, item):
+        """A write's checks after its fields' (Appendix C checks its references): none here."""
+
+    def check_delete(self, item):
+        """A delete's checks: If-Match (Appendix C adds that no item refers to it)."""
+        self.check_if_match(item)
 
     def answer_options(self, found):
         """OPTIONS: 204 with Allow, whether or not an item exists: it describes the route."""
@@ -593,6 +615,7 @@ class Resource:
         self.unique = tuple(field for field in self.fields if field.unique)
         self.described = frozenset(field.name for field in self.fields if field.type == "json")
         self.Item = namedtuple(self.item.capitalize(), self.columns + ("version",), rename=True)
+        self.Item.resource = self  # an item's resource, for what _embed and _expand add
         self.sorted_by = ("id",) + tuple(field.name for field in self.fields
                                          if field.type != "json")  # a json field is neither
         self.sort_keys = tuple(sign + name for name in self.sorted_by for sign in ("", "-"))
@@ -749,8 +772,10 @@ class MemoryStore:
     kept_in = "memory, lost when the server stops"  # where the items are, for people
     changes = 0  # writes made so far: a page read between the same two writes is the same
 
-    def __init__(self, items=(), resource=USERS):  # items to start with: checked, with ids
-        self.lock, self.resource = threading.Lock(), resource
+    def __init__(self, items=(), resource=USERS, shared=None):  # items: checked, with ids
+        # one lock for the stores of a server (shared: another's), so that a reference is
+        # checked and written in one step; reentrant, as such a check reads another store
+        self.lock, self.resource = shared.lock if shared else threading.RLock(), resource
         self.start(items)
 
     def start(self, items):
@@ -789,11 +814,14 @@ class MemoryStore:
             return email_key(value) in [email_key(each) for each in values]
         return value in values
 
-    def create(self, fields, write=True):
-        """Add an item with these {field: value}s and return it; 409 if a unique value is
-        taken. write=False checks the write, and makes it not (as update and delete take it)."""
+    def create(self, fields, write=True, check=None):
+        """Add an item with these {field: value}s, after check(item) has passed, and return
+        it; 409 if a unique value is taken. write=False checks the write, and makes it not
+        (as update and delete take it)."""
         with self.lock:
             item = new_item(self.resource, self.last_id + 1, fields)
+            if check is not None:
+                check(item)
             self.check_unique(item)
             if not write:
                 return None
@@ -1739,7 +1767,7 @@ class TeachingHandler(UsersHandler):
         wanted = preferences(self.headers.get_all("Prefer", [])).get("return", "")
         if wanted.lower() != "minimal":
             return super().destroy(item_id)
-        self.store.delete(item_id, self.check_if_match)
+        self.store.delete(item_id, self.check_delete)
         self.respond(HTTPStatus.NO_CONTENT, headers=[("Preference-Applied", "return=minimal")])
 
     def update(self, item_id):
@@ -1804,9 +1832,9 @@ class ProblemOnlyStore:
         """(How many items match the query, the page of them.)"""
         return self.store.list(query)
 
-    def create(self, fields):
-        """The store's 409, else the 406."""
-        self.store.create(fields, write=False)
+    def create(self, fields, check=None):
+        """check()'s errors, the store's 409, else the 406."""
+        self.store.create(fields, write=False, check=check)
         raise refused_success()
 
     def update(self, item_id, change):
@@ -1932,7 +1960,7 @@ class SQLiteStore:
         if shared is not None:
             self.db, self.lock = shared.db, shared.lock
         else:
-            self.lock = threading.Lock()
+            self.lock = threading.RLock()  # reentrant: a reference is checked in a write
             # timeout: how long to wait for another program's lock; the file is ours
             self.db = sqlite3.connect(path, check_same_thread=False, timeout=0.2)
             # SQLite's lower() and NOCASE fold ASCII letters only, so q would miss "STRAẞE"
@@ -2039,11 +2067,14 @@ class SQLiteStore:
                                 item[self.resource.position[field.name]]) from None
             raise
 
-    def create(self, fields, write=True):
-        """Insert an item with these {field: value}s and return it; 409 if a unique value is
-        taken. write=False checks the write, and rolls it back (as update and delete take it)."""
+    def create(self, fields, write=True, check=None):
+        """Insert an item with these {field: value}s, after check(item) has passed, and return
+        it; 409 if a unique value is taken. write=False checks the write, and rolls it back
+        (as update and delete take it)."""
         item = new_item(self.resource, None, fields)
         with self.lock, self.failures_answered():
+            if check is not None:
+                check(item)
             with self.db:  # commits, or rolls back on an exception
                 cursor = self.write("INSERT INTO %s (%s) VALUES (%s)" % (
                     self.table, self.columns, ", ".join("?" * len(item))), item)
@@ -2138,6 +2169,237 @@ def add_function(db, name, function):
         db.create_function(name, 1, function, deterministic=True)
     except (TypeError, sqlite3.NotSupportedError):
         db.create_function(name, 1, function)
+
+
+# -- References between resources: checked, nested, embedded ------------------------------
+# A field that refers to another resource (todos.userId to users) makes a write's reference
+# a 422 when it names no item, a delete of an item referred to a 409, and, as json-server
+# does, nests the referring collection under the item (/users/1/todos) and lets a read add
+# related items: _embed=todos on a user, _expand=user on a todo.
+
+class ReferenceHandler(UsersHandler):
+    """UsersHandler whose resources refer to each other."""
+
+    related = ()  # what _embed and _expand add to each item, as read_related reads them
+    related_pairs = ()  # those parameters, as the page links keep them
+    parent_id = None  # the id in a nested route's path: /users/1/todos
+
+    @classmethod
+    def route_table(cls, resources=None):
+        """The nested routes, besides the others."""
+        resources = resources or [USERS]
+        return super().route_table(resources) + [
+            found for parent in resources for found in nested_routes(parent, resources)]
+
+    def list(self, parent_id=None):
+        """Under a parent (/users/1/todos), the items that refer to it; 404 if it is none."""
+        self.check_parent(parent_id)
+        super().list()
+
+    def create(self, parent_id=None):
+        """Under a parent (/users/1/todos), an item that refers to it; 404 if it is none."""
+        self.check_parent(parent_id)
+        super().create()
+
+    def check_parent(self, parent_id):
+        """The 404 for a nested route under an item that does not exist."""
+        self.parent_id = parent_id
+        if parent_id is not None:
+            parent = self.route.parent[0]
+            if self.server.stores[parent.collection].get(parent_id) is None:
+                raise NotFound(parent, parent_id)
+
+    def given_by_path(self):
+        """A nested route's path gives the field that refers to the parent: userId."""
+        if self.route.parent is None:
+            return super().given_by_path()
+        return {self.route.parent[1]: self.parent_id}
+
+    def route_path(self):
+        """A nested route's links go to its own path: /users/1/todos."""
+        if self.route.parent is None:
+            return super().route_path()
+        return "%s/%d%s" % (self.route.parent[0].path, self.parent_id, self.resource.path)
+
+    def page(self, query_string):
+        """_embed and _expand are read apart from the list's own parameters."""
+        self.related, self.related_pairs = (), ()
+        if "_e" in query_string or "embed" in query_string:
+            parts = query_string.split("&")
+            is_related = [part.partition("=")[0] in RELATED for part in parts]
+            if any(is_related) and relations(self.resource, self.server.resources):
+                self.related_pairs = query_pairs("&".join(
+                    part for part, related in zip(parts, is_related) if related))
+                self.related = read_related(self.resource, self.server.resources,
+                                            self.related_pairs)[1]
+                query_string = "&".join(part for part, related in zip(parts, is_related)
+                                        if not related)
+        return super().page(query_string)
+
+    def page_headers(self, query, total, items, kept):
+        """The page links keep _embed and _expand."""
+        return super().page_headers(query, total, items, kept + list(self.related_pairs))
+
+    def retrieve(self, item_id):
+        """_embed and _expand, if the query has them (the rest of it is no matter here)."""
+        self.related = ()
+        if relations(self.resource, self.server.resources):
+            self.related = read_related(self.resource, self.server.resources, parse_qsl(
+                self.query, keep_blank_values=True))[1]
+        super().retrieve(item_id)
+
+    def render(self, item):
+        """A read's item with what _embed and _expand add to it."""
+        if not self.related or self.command not in ("GET", "HEAD"):
+            return super().render(item)
+        if self.format is JSON:
+            return json_bytes(related_document(self.resource, item, self.related_to))
+        return xml_bytes(related_element(self.resource, item, self.related_to))
+
+    def render_page(self, query, total, items):
+        """A page's items with what _embed and _expand add to each."""
+        if not self.related:
+            return super().render_page(query, total, items)
+        if self.format is JSON:
+            return json_bytes([related_document(self.resource, item, self.related_to)
+                               for item in items])
+        return xml_bytes(xml_element(self.resource.collection, {}, [
+            related_element(self.resource, item, self.related_to) for item in items]))
+
+    def related_to(self, item):
+        """The items _embed and _expand add to an item, by the name they go under."""
+        added = {}
+        for _, name, other, field, embedded in self.related:
+            store = self.server.stores[other.collection]
+            if embedded:  # the items of another resource that refer to this one
+                added[name] = store.list(ListQuery(MAX_ID, 0, ("id",), (
+                    Filter(field, "eq", (item.id,)),), None))[1]
+            else:  # the item this one refers to, or None
+                value = item[self.resource.position[field]]
+                added[name] = store.get(value) if value is not None else None
+        return added
+
+    def check_write(self, item):
+        """A 422 for each field whose reference names no item (the store holds its lock)."""
+        super().check_write(item)
+        errors = [(field.name, "there is no %s with id %s" % (referred.item, value))
+                  for field, referred, value in references_of(self.resource, item,
+                                                              self.server.resources)
+                  if self.server.stores[referred.collection].get(value) is None]
+        if errors:
+            raise ApiError(HTTPStatus.UNPROCESSABLE_ENTITY, "The %s is not valid; see the "
+                           "errors for %s." % (self.resource.item, ", ".join(
+                               field for field, _ in errors)), errors=errors)
+
+    def check_delete(self, item):
+        """A 409 when items refer to this one, naming each resource and how many: nothing
+        is lost without being asked (json-server would delete them too)."""
+        super().check_delete(item)
+        counts = ["%d %s" % (count, child.collection)
+                  for child, field in referrers(self.resource, self.server.resources)
+                  for count in [self.server.stores[child.collection].list(ListQuery(
+                      1, 0, ("id",), (Filter(field, "eq", (item.id,)),), None))[0]] if count]
+        if counts:
+            raise ApiError(HTTPStatus.CONFLICT, "The %s with id %d is referred to by %s; "
+                           "change or delete them first: nothing was deleted." % (
+                               self.resource.item, item.id, in_words(counts)))
+
+
+def nested_routes(parent, resources):
+    """The collections under an item that other resources' fields refer to, as json-server
+    nests them: /users/{id}/todos lists and creates the todos of a user."""
+    return [route("%s/{id}%s" % (parent.path, child.path), r"%s/(%s)%s/?" % (
+        re.escape(parent.path), ITEM_ID.pattern, re.escape(child.path)), COLLECTION_ACTIONS,
+        child, parent=(parent, field.name))
+        for child in resources for field in child.fields
+        if field.refers_to == parent.collection]
+
+
+def references_of(resource, item, resources):
+    """(field, referred resource, id) for each reference an item makes to a served resource."""
+    served = {other.collection: other for other in resources}
+    return [(field, served[field.refers_to], item[resource.position[field.name]])
+            for field in resource.fields if field.refers_to in served
+            and item[resource.position[field.name]] is not None]
+
+
+def referrers(resource, resources):
+    """(resource, field) for each field of a served resource that refers to this one."""
+    return [(other, field.name) for other in resources for field in other.fields
+            if field.refers_to == resource.collection]
+
+
+RELATED = ("_embed", "_expand", "embed")  # json-server's, and react-admin simple-rest's
+
+
+def json_names(text):
+    """react-admin simple-rest's embed=["todos"]: a JSON array of names; else a 400."""
+    try:
+        names = json.loads(text)
+    except ValueError:
+        names = None
+    if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
+        raise bad_query('embed must be a JSON array of names, like ["todos"], not %s.'
+                        % printable(text))
+    return names
+
+
+def relations(resource, resources):
+    """Whether a resource refers to a served one, or a served one to it."""
+    return bool(referrers(resource, resources) or parents(resource, resources))
+
+
+def parents(resource, resources):
+    """{item name: (resource, field)} of the served resources this one refers to."""
+    return {other.item: (other, field.name) for other in resources for field in resource.fields
+            if field.refers_to == other.collection}
+
+
+def read_related(resource, resources, pairs):
+    """The query pairs but _embed, _expand and embed, and what those add to each item:
+    (parameter, name, resource, field, embedded): the items of a resource that refer to
+    this one (_embed=todos), or the item this one refers to (_expand=user; _embed=user
+    in json-server 1.0). An unknown name is a 400."""
+    children = {child.collection: (child, field) for child, field in referrers(resource, resources)}
+    referred = parents(resource, resources)
+    related, rest = [], []
+    for parameter, value in pairs:
+        names = [value] if parameter != "embed" else json_names(value)
+        for name in names if parameter in RELATED else ():
+            found = children.get(name) if parameter != "_expand" else None
+            if found is None and name not in referred:
+                raise bad_query("%s takes %s, not %s." % (parameter, in_words(
+                    list(children if parameter != "_expand" else ()) + list(referred), "or")
+                    or "nothing here", printable(str(name))))
+            other, field = found or referred[name]
+            related.append((parameter, name, other, field, found is not None))
+        if parameter not in RELATED:
+            rest.append((parameter, value))
+    return rest, related
+
+
+
+def related_document(resource, item, related):
+    """An item's JSON object with what _embed and _expand add: lists of items, or an item."""
+    document = item_document(resource, item)
+    for name, added in related(item).items():
+        other = type(added[0] if isinstance(added, list) and added else added)
+        document[name] = ([item_document(other.resource, each) for each in added]
+                          if isinstance(added, list) else
+                          None if added is None else item_document(other.resource, added))
+    return document
+
+
+def related_element(resource, item, related):
+    """An item's XML element with what _embed and _expand add: <todos> of <todo>s, a <user>."""
+    element = item_element(resource, item)
+    for name, added in related(item).items():
+        if isinstance(added, list):
+            element.append(xml_element(name, {}, [item_element(type(each).resource, each)
+                                                  for each in added]))
+        elif added is not None:
+            element.append(item_element(type(added).resource, added))
+    return element
 
 
 # -- CORS: letting a page from another origin call the API (--cors) ------------------------
@@ -3965,7 +4227,7 @@ class FastHandler(EdgeHandler):
         page again and again, and rendering 100 users costs more than all the rest of the
         request. A write makes a new count, so no page outlives it. Measured: GET /users at
         3.58 times the req/s."""
-        key = (self.resource.collection, query_string, self.format, self.server.changes())
+        key = (self.path, self.format, self.server.changes())  # the path holds the query
         kept = self.server.pages
         return kept.get(key) or kept.keep(key, super().page(query_string))
 
@@ -3974,8 +4236,8 @@ class FastHandler(EdgeHandler):
         fields and version) and the format, so it can never go stale. ElementTree takes 21
         µs a user and the JSON encoder 1.3 µs; a kept one costs a dictionary look-up. The
         answer to a write renders a new version: keeping it cost a POST 4 µs of CPU."""
-        if self.command not in ("GET", "HEAD"):
-            return super().render(item)
+        if self.command not in ("GET", "HEAD") or getattr(self, "related", None):
+            return super().render(item)  # a write's item, or one with related items
         key, kept = (self.resource.collection, item, self.format), self.server.renderings
         return kept.get(key) or kept.keep(key, super().render(item))
 
@@ -4193,7 +4455,7 @@ DEFAULT_PORT = 8000
 
 
 class PlainHandler(TeachingHandler, ExplorerHandler, OpenApiHandler, FakeApiHandler,
-                   DialectHandler, CorsHandler, EdgeHandler):
+                   ReferenceHandler, DialectHandler, CorsHandler, EdgeHandler):
     """The core's handler with Appendices A to E."""
 
 
@@ -4238,7 +4500,7 @@ def make_server(host=DEFAULT_HOST, port=DEFAULT_PORT, *, db=None, api_key=None, 
                 fake_api.add_items_to(stores[-1])  # a table that has no item yet
             else:
                 stores.append((PlainMemoryStore if plain else DefaultMemoryStore)(
-                    fake_api.starting_items(resource), resource))
+                    fake_api.starting_items(resource), resource, stores[0] if stores else None))
         return server_class((host, port), stores, api_key=api_key, cors=cors,
                             max_body=max_body, quiet=quiet, timeout=timeout,
                             allow_host=allow_host, fake_api=fake_api)
