@@ -314,35 +314,44 @@ def test_an_xml_body_with_another_root_is_400(server):
 
 # -- the 422s, by type -------------------------------------------------------------------
 
-@pytest.mark.parametrize("body, field", [
-    ({"title": "x", "done": "no"}, "done"),
-    ({"title": "x", "done": 0}, "done"),
-    ({"title": "x", "userId": 1.0}, "userId"),
-    ({"title": "x", "userId": True}, "userId"),
-    ({"title": "x", "userId": "1"}, "userId"),
-    ({"title": "x", "userId": 2 ** 63}, "userId"),
-    ({"title": 3}, "title"),
-    ({"title": "x" * 201}, "title"),
-    ({"title": "x", "priority": 1}, "priority"),
-])
-def test_a_value_of_the_wrong_type_is_422_for_its_field(server, body, field):
+WHOLE = "must be a whole number"
+BAD_VALUES = [  # (body, field, message)
+    ({"title": "x", "done": "no"}, "done", "must be true or false, not a string"),
+    ({"title": "x", "done": 0}, "done", "must be true or false, not a number"),
+    ({"title": "x", "userId": 1.0}, "userId", WHOLE + ", not a number"),
+    ({"title": "x", "userId": True}, "userId", WHOLE + ", not true or false"),
+    ({"title": "x", "userId": "1"}, "userId", WHOLE + ", not a string"),
+    ({"title": "x", "userId": 2 ** 63}, "userId",
+     WHOLE + " from -9223372036854775808 to 9223372036854775807"),
+    ({"title": 3}, "title", "must be a string, not a number"),
+    ({"title": "x" * 201}, "title", "must be at most 200 characters long"),
+    ({"title": "x", "priority": 1}, "priority",
+     "is not a field of a todo; the fields are title, done and userId"),
+]
+
+
+@pytest.mark.parametrize("body, field, message", BAD_VALUES)
+def test_a_value_of_the_wrong_type_is_422_for_its_field(server, body, field, message):
     problem = assert_problem(call(server, "POST", "/todos", body), 422)
     assert problem["detail"] == "The todo is not valid; see the errors for %s." % field
-    assert [error["field"] for error in problem["errors"]] == [field]
-    assert problem["errors"][0]["message"]
+    assert problem["errors"] == [{"field": field, "message": message}]
 
 
-@pytest.mark.parametrize("body, field", [
-    ("<todo><title>x</title><done>yes</done></todo>", "done"),
-    ("<todo><title>x</title><done></done></todo>", "done"),
-    ("<todo><title>x</title><userId>1.0</userId></todo>", "userId"),
-    ("<todo><title>x</title><userId>one</userId></todo>", "userId"),
+@pytest.mark.parametrize("body, field, message", [
+    ("<todo><title>x</title><done>yes</done></todo>", "done",
+     'must be true or false, not the text "yes"'),
+    ("<todo><title>x</title><done></done></todo>", "done",
+     'must be true or false, not the text ""'),
+    ("<todo><title>x</title><userId>1.0</userId></todo>", "userId",
+     WHOLE + ', not the text "1.0"'),
+    ("<todo><title>x</title><userId>one</userId></todo>", "userId",
+     WHOLE + ', not the text "one"'),
 ])
-def test_an_xml_value_of_the_wrong_type_is_422_for_its_field(server, body, field):
+def test_an_xml_value_of_the_wrong_type_is_422_for_its_field(server, body, field, message):
     reply = call(server, "POST", "/todos", body, dict(XML_BODY, **XML_HEADERS))
     problem = assert_problem(reply, 422, "xml")
     assert problem["detail"] == "The todo is not valid; see the errors for %s." % field
-    assert [error["field"] for error in problem["errors"]] == [field]
+    assert problem["errors"] == [{"field": field, "message": message}]
 
 
 def test_a_missing_title_is_required(server):
@@ -671,7 +680,8 @@ def test_deleting_a_referenced_user_is_409_naming_todos_and_the_count(server):
     owned = [post(server, "/users/%d/todos" % user["id"], {"title": title})
              for title in ("One", "Two")]
     problem = assert_problem(call(server, "DELETE", "/users/%d" % user["id"]), 409)
-    assert names(problem["detail"], "todos") and names(problem["detail"], "2"), problem["detail"]
+    assert problem["detail"] == ("The user with id %d is referred to by 2 todos; change or "
+                                 "delete them first: nothing was deleted." % user["id"])
     assert call(server, "GET", "/users/%d" % user["id"]).json() == user
     assert call(server, "GET", "/users/%d/todos" % user["id"]).json() == owned
     for item in owned:
@@ -860,7 +870,8 @@ def test_a_db_json_reference_gives_nested_routes_embed_and_expand(loaded):
 
 def test_deleting_a_post_with_comments_is_409(loaded):
     problem = assert_problem(call(loaded, "DELETE", "/posts/1"), 409)
-    assert names(problem["detail"], "comments") and names(problem["detail"], "2")
+    assert problem["detail"] == ("The post with id 1 is referred to by 2 comments; change or "
+                                 "delete them first: nothing was deleted.")
     assert call(loaded, "GET", "/posts/1").json() == POST_1
 
 
