@@ -498,6 +498,16 @@ def test_json_server_1_pages_are_an_object(listed):
     assert reply.headers["X-Total-Count"] == "4"
 
 
+def test_json_server_1_pages_in_xml_hold_todos_under_data(listed):
+    reply = call(listed, "GET", "/todos?_page=2&_per_page=3", headers=XML_HEADERS)
+    page = ElementTree.fromstring(reply.body)
+    assert [(child.tag, child.text) for child in page if child.tag != "data"] == [
+        ("first", "1"), ("prev", "1"), ("next", None), ("last", "2"), ("pages", "2"),
+        ("items", "4")]
+    assert ElementTree.tostring(page.find("data")) == (
+        b"<data>" + todo_xml(4, "Read a book", "true", 1) + b"</data>")
+
+
 def test_simple_rest_sends_content_range_naming_todos(listed):
     query = "filter=%s&range=%s" % (quote('{"done": true}'), quote("[0,1]"))
     reply = call(listed, "GET", "/todos?" + query)
@@ -1020,6 +1030,30 @@ def test_the_journal_records_todos_requests(tmp_path_factory):
         assert [(entry["method"], entry["target"], entry["body"], entry["status"])
                 for entry in kept] == [("POST", "/todos?from=test", '{"title": "Logged"}', 201),
                                        ("GET", "/users/1/todos", "", 404)]
+    finally:
+        stop_server(running)
+
+
+def test_running_resets_todos_without_an_http_call():
+    with rest_users.running(resources=BOTH) as base_url:
+        served = Port(int(base_url.rsplit(":", 1)[1]))
+        post(served, "/todos", {"title": "Temporary"})
+        assert [entry["target"] for entry in base_url.requests()] == ["/todos"]
+        base_url.reset()
+        assert base_url.requests() == []
+        assert call(served, "GET", "/todos").json() == []
+
+
+def test_fail_rate_covers_todos_and_their_nested_routes():
+    running = start_server(resources=BOTH, fail_rate=1.0)
+    try:
+        for path in ("/todos", "/todos/1", "/users/1/todos"):
+            reply = call(running, "GET", path)
+            problem = assert_problem(reply, 503)
+            assert reply.headers["Retry-After"] == "1"
+            assert problem["detail"] == ("This failure was asked for: the server runs with "
+                                         "--fail-rate 1.0. Try again.")
+        assert call(running, "GET", "/").status == 200
     finally:
         stop_server(running)
 
