@@ -14,6 +14,7 @@ import re
 import sqlite3
 import subprocess
 import sys
+import threading
 from urllib.parse import quote
 from xml.etree import ElementTree
 
@@ -205,6 +206,19 @@ def test_delete_with_return_minimal_is_204(server):
     assert reply.headers["Preference-Applied"] == "return=minimal"
 
 
+def test_concurrent_posts_give_distinct_todos(server):
+    made, threads = [], []
+    for worker in range(4):
+        thread = threading.Thread(target=lambda worker=worker: made.extend(
+            post(server, "/todos", {"title": "racer %d.%d" % (worker, n)})["id"]
+            for n in range(10)))
+        threads.append(thread)
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert len(made) == len(set(made)) == 40
+
+
 def test_ids_of_todos_are_never_reused(server):
     first = post(server, "/todos", {"title": "First"})
     call(server, "DELETE", "/todos/%d" % first["id"])
@@ -281,6 +295,12 @@ def test_xml_in_and_out_types_each_value(server):
     assert reply.headers["Content-Type"] == XML_TYPE
     assert reply.headers["ETag"] == '"1-xml"'
     assert call(server, "GET", "/todos/%d" % todo_id).json() == todo(todo_id, "Buy milk", True, 1)
+
+
+def test_an_empty_xml_element_is_an_empty_string(server):
+    reply = call(server, "POST", "/todos", "<todo><title></title></todo>", XML_BODY)
+    created = reply.json()
+    assert (reply.status, created) == (201, todo(created["id"], ""))
 
 
 def test_xml_writes_the_default_and_leaves_out_a_none(server):
@@ -1084,6 +1104,11 @@ def test_cors_covers_todos(keyed):
     reply = call(keyed, "GET", "/todos", headers=dict(BEARER, Origin="https://app.example"))
     assert reply.status == 200
     assert reply.headers["Access-Control-Allow-Origin"] == "*"
+    preflight = call(keyed, "OPTIONS", "/todos/1", headers={
+        "Origin": "https://app.example", "Access-Control-Request-Method": "PATCH"})
+    assert preflight.status == 204
+    assert preflight.headers["Access-Control-Allow-Methods"] == (
+        "GET, PUT, PATCH, DELETE, HEAD, OPTIONS")
 
 
 def test_the_index_lists_every_resource_in_order(listed):
