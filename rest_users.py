@@ -66,6 +66,7 @@ import itertools
 import json
 import math
 import operator
+import os
 import random
 import re
 import signal
@@ -141,11 +142,17 @@ def route(path, pattern, actions, resource=None, cors=True, parent=None):
 COLLECTION_ACTIONS = {"GET": "list", "POST": "create"}
 ITEM_ACTIONS = {"GET": "retrieve", "PUT": "update", "PATCH": "partial_update",
                 "DELETE": "destroy"}
+SINGULAR_ACTIONS = {"GET": "retrieve_one", "PUT": "update_one", "PATCH": "partial_update_one"}
+ONLY_ID = 1  # a singular resource's one item is kept with this id
 
 
 def resource_routes(resource):
-    """A resource's routes: its collection (/users) and its items (/users/{id})."""
+    """A resource's routes: its collection (/users) and its items (/users/{id}); a singular
+    one's, its path alone (/profile)."""
     path = re.escape(resource.path)
+    if resource.singular:  # its one item, read, replaced and changed: never made or deleted
+        return [Route(resource.path, re.compile(path + "/?"), SINGULAR_ACTIONS,
+                      "GET, HEAD, PUT, PATCH, OPTIONS", resource, True, None)]
     return [route(resource.path, path + "/?", COLLECTION_ACTIONS, resource),
             route(resource.path + "/{id}", r"%s/(%s)/?" % (path, ITEM_ID.pattern),
                   ITEM_ACTIONS, resource)]
@@ -322,6 +329,18 @@ class UsersHandler(BaseHTTPRequestHandler):
         """DELETE /users/{id}: 200 with the item as it was, and no ETag (RFC 9110 §9.3.5)."""
         item = self.store.delete(item_id, self.check_delete)
         self.respond(HTTPStatus.OK, self.render(item), self.format.content_type)
+
+    def retrieve_one(self):
+        """GET /profile: a singular resource's item."""
+        self.retrieve(ONLY_ID)
+
+    def update_one(self):
+        """PUT /profile: replace a singular resource's item."""
+        self.update(ONLY_ID)
+
+    def partial_update_one(self):
+        """PATCH /profile: change some of a singular resource's fields."""
+        self.partial_update(ONLY_ID)
 
     def given_by_path(self):
         """The fields a route's path gives (Appendix C's /users/1/todos: userId 1): none."""
@@ -600,21 +619,24 @@ class Resource:
     item (<user>, "There is no user with id 9.") and its fields. Everything the service
     knows of a resource, it reads here."""
 
-    def __init__(self, collection, fields, *, item=None):
-        if item is None and not collection.endswith("s"):
+    def __init__(self, collection, fields, *, item=None, singular=False):
+        if item is None and not collection.endswith("s") and not singular:
             raise ValueError("the collection %s does not end in s: name its item, as "
                              "Resource(%r, fields, item=...)" % (collection, collection))
-        self.collection, self.item = collection, item or collection[:-1]
+        self.collection, self.item = collection, item or (
+            collection if singular else collection[:-1])
+        self.singular = singular  # one item, with no id shown and no list: /profile
         self.path, self.fields = "/" + collection, tuple(fields)
         self.field_names = tuple(field.name for field in self.fields)
         self.fields_by_name = {field.name: field for field in self.fields}
-        self.columns = ("id",) + self.field_names  # an item's values, in order
-        self.position = {name: index for index, name in enumerate(self.columns)}
+        self.stored = ("id",) + self.field_names  # an item's values, in order
+        self.columns, self.shown = self.stored[singular:], int(singular)  # what a client sees
+        self.position = {name: index for index, name in enumerate(self.stored)}
         self.caseless = frozenset(field.name for field in self.fields if field.ignores_case)
         self.searched = tuple(field.name for field in self.fields if field.searched)
         self.unique = tuple(field for field in self.fields if field.unique)
         self.described = frozenset(field.name for field in self.fields if field.type == "json")
-        self.Item = namedtuple(self.item.capitalize(), self.columns + ("version",), rename=True)
+        self.Item = namedtuple(self.item.capitalize(), self.stored + ("version",), rename=True)
         self.Item.resource = self  # an item's resource, for what _embed and _expand add
         self.sorted_by = ("id",) + tuple(field.name for field in self.fields
                                          if field.type != "json")  # a json field is neither
@@ -964,7 +986,7 @@ def json_text(value):
 def item_document(resource, item):
     """One item as the JSON object a client sees: its id and fields, paired with their names
     in order; the version, last, is left out (it is in the ETag)."""
-    return dict(zip(resource.columns, item))
+    return dict(zip(resource.columns, item[resource.shown:]))  # a singular one has no id
 
 
 def item_element(resource, item):
@@ -1950,13 +1972,15 @@ class SQLiteStore:
         PRAGMA journal_mode = WAL;      -- readers never wait for a writer
         PRAGMA synchronous = NORMAL;    -- in WAL mode a commit survives a killed process
         PRAGMA user_version = 1;        -- a write: a file it cannot write fails now, at start
+        CREATE TABLE IF NOT EXISTS rest_users_resources (  -- what --load files declared
+            collection TEXT PRIMARY KEY, declaration TEXT NOT NULL);
     """
 
     def __init__(self, path, resource=USERS, shared=None):  # shared: another table's store
         self.path, self.kept_in, self.resource = path, "the SQLite file %s" % path, resource
         self.table, self.converted = sql_name(resource.collection), any(
             field.type in ("boolean", "json") for field in resource.fields)
-        self.columns = ", ".join(sql_name(name) for name in resource.columns + ("version",))
+        self.columns = ", ".join(sql_name(name) for name in resource.stored + ("version",))
         if shared is not None:
             self.db, self.lock = shared.db, shared.lock
         else:
@@ -2093,7 +2117,7 @@ class SQLiteStore:
                     raise NotFound(self.resource, item_id)
                 item = current._replace(version=current.version + 1, **change(current))
                 self.write("UPDATE %s SET %s WHERE id = ?" % (self.table, ", ".join(
-                    "%s = ?" % sql_name(name) for name in self.resource.columns + ("version",))),
+                    "%s = ?" % sql_name(name) for name in self.resource.stored + ("version",))),
                     item, item_id)
                 if not write:
                     self.db.rollback()
@@ -2122,10 +2146,29 @@ class SQLiteStore:
         with self.lock, self.failures_answered():
             with self.db:
                 self.db.executemany("INSERT INTO %s (%s) VALUES (%s)" % (
-                    self.table, self.columns, ", ".join("?" * (len(self.resource.columns) + 1))),
+                    self.table, self.columns, ", ".join("?" * (len(self.resource.stored) + 1))),
                     [self.row(item) for item in items])
             self.count += len(items)
             self.changes += 1
+
+    def never_held(self):
+        """Whether the table has never held an item (AUTOINCREMENT notes the last id given)."""
+        with self.lock, self.failures_answered():
+            return not self.count and not self.db.execute(
+                "SELECT seq FROM sqlite_sequence WHERE name = ?",
+                (self.resource.collection,)).fetchall()
+
+    def keep_declaration(self):
+        """Keep what a --load file told of this resource: its item, and the fields read off it."""
+        fields = [{"name": field.name, "type": field.type, "required": field.required,
+                   "refers_to": field.refers_to, "max_length": field.max_length}
+                  for field in self.resource.fields if getattr(field, "inferred", False)]
+        if fields or getattr(self.resource, "inferred", False):
+            with self.lock, self.failures_answered(), self.db:
+                self.db.execute("INSERT OR REPLACE INTO rest_users_resources VALUES (?, ?)", (
+                    self.resource.collection, json.dumps({
+                        "item": self.resource.item, "singular": self.resource.singular,
+                        "fields": fields})))
 
     def reset(self, items):
         """A file is not reset over HTTP (POST /__admin/reset): 409, nothing changed."""
@@ -2735,12 +2778,26 @@ class FakeApi:
         return loaded + fakes
 
     def add_items_to(self, store):
-        """Start an empty SQLite table with its starting items. A table that holds items
-        already is left as it is."""
-        if not store.list(EVERYONE_BY_ID)[0]:
+        """Start a SQLite table that never held an item with its starting items. One that
+        did is left as it is, even emptied: its ids are never given again."""
+        if store.never_held():
             items = self.starting_items(store.resource)
             if items:
                 store.load(items)
+
+    def add_stored(self, declarations):
+        """Serve what a database file stored of the resources a --load file gave it, so
+        that a start without the file serves the same resources and fields."""
+        for collection, declaration in declarations:
+            known = next((each for each in self.resources if each.collection == collection),
+                         None)
+            fields = [Field(**field) for field in declaration["fields"]
+                      if known is None or field["name"] not in known.fields_by_name]
+            resource = Resource(collection, (known.fields if known else ()) + tuple(fields),
+                                item=declaration["item"], singular=declaration["singular"])
+            self.resources = [resource if each is known else each for each in self.resources]
+            if known is None:
+                self.resources.append(resource)
 
 
 EVERYONE_BY_ID = ListQuery(limit=1, offset=0, sort=("id",), filters=(), q=None)
@@ -2840,9 +2897,12 @@ def resources_from_file(document, declared, source):
     another one gets the fields its items show. An array is a collection."""
     resources, entries, names = list(declared), {}, [name for name, _ in document]
     for name, value in document:
-        if not isinstance(value, list) or isinstance(value, ObjectPairs):
-            raise ValueError("%s: %s: is %s, not an array of items" % (
-                source, name, describe(value)))  # a singular resource: not served yet
+        singular = isinstance(value, ObjectPairs)  # an object: one item, as /profile
+        if singular:
+            value = ObjectPairs([ObjectPairs([("id", ONLY_ID)] + value)])
+        if not isinstance(value, list):
+            raise ValueError("%s: %s: is %s, not an array of items or an object" % (
+                source, name, describe(value)))
         if not all(isinstance(entry, ObjectPairs) for entry in value):
             number = next(number for number, entry in enumerate(value, 1)
                           if not isinstance(entry, ObjectPairs))
@@ -2852,11 +2912,12 @@ def resources_from_file(document, declared, source):
         fields = inferred_fields(value, names, known.field_names if known else None)
         try:
             resource = Resource(name, (known.fields if known else ()) + fields,
-                                item=known.item if known else None)
+                                item=known.item if known else None, singular=singular)
         except ValueError as error:
             raise ValueError("%s: %s: %s" % (source, name, error)) from None
         resources = [resource if each is known else each for each in resources]
         if known is None:
+            resource.inferred = True  # read off a file: the database keeps it (--db)
             resources.append(resource)
         entries[name] = [[(key, digits_as_integer(resource, key, member))
                           for key, member in entry] for entry in value]
@@ -2883,6 +2944,7 @@ def inferred_fields(entries, collections, declared=None):
                             refers_to=refers_to, example=given[0] if given and kind != "json"
                             else None,
                             max_length=MAX_LOADED_LENGTH if kind == "string" else None))
+        fields[-1].inferred = True  # read off a file: the database keeps it (--db)
     return tuple(fields)
 
 
@@ -3023,6 +3085,11 @@ class DialectQuery:
     def __init__(self, resource, pairs):
         self.resource, self.given, self.filters, self.any_of, self.q = resource, {}, [], {}, []
         kinds = [(name, value, parameter_kind(resource, name)) for name, value in pairs]
+        for name in (name for name, _, kind in kinds if kind is None):
+            field = name.partition(":")[0] if ":" in name else split_suffix(name)[0]
+            if field in resource.described:
+                raise bad_query("%s is a json field, which the list neither filters nor sorts "
+                                "by; %s is not taken." % (field, printable(name)))
         refuse_unknown([name for name, _, kind in kinds if kind is None],
                        dialect_parameters(resource))
         for name, value, kind in kinds:
@@ -4236,7 +4303,8 @@ class FastHandler(EdgeHandler):
         fields and version) and the format, so it can never go stale. ElementTree takes 21
         µs a user and the JSON encoder 1.3 µs; a kept one costs a dictionary look-up. The
         answer to a write renders a new version: keeping it cost a POST 4 µs of CPU."""
-        if self.command not in ("GET", "HEAD") or getattr(self, "related", None):
+        if self.command not in ("GET", "HEAD") or getattr(self, "related", None) or (
+                self.resource.described):  # a json field's value may be a dict: no key
             return super().render(item)  # a write's item, or one with related items
         key, kept = (self.resource.collection, item, self.format), self.server.renderings
         return kept.get(key) or kept.keep(key, super().render(item))
@@ -4492,12 +4560,15 @@ def make_server(host=DEFAULT_HOST, port=DEFAULT_PORT, *, db=None, api_key=None, 
     the fake API's options. resources: the Resources served, [USERS] when None."""
     fake_api = FakeApi(delay, fail_rate, fake_users, load, users, resources)  # ValueError
     server_class = PlainServer if plain else DefaultServer
+    if db:
+        fake_api.add_stored(stored_declarations(db))
     stores = []
     try:
         for resource in fake_api.resources:
             if db:
                 stores.append(SQLiteStore(db, resource, stores[0] if stores else None))
-                fake_api.add_items_to(stores[-1])  # a table that has no item yet
+                stores[-1].keep_declaration()
+                fake_api.add_items_to(stores[-1])  # a table that never held an item
             else:
                 stores.append((PlainMemoryStore if plain else DefaultMemoryStore)(
                     fake_api.starting_items(resource), resource, stores[0] if stores else None))
@@ -4508,6 +4579,20 @@ def make_server(host=DEFAULT_HOST, port=DEFAULT_PORT, *, db=None, api_key=None, 
         for store in stores:
             store.close()
         raise
+
+
+def stored_declarations(path):
+    """The resources a database file keeps from --load files: (collection, declaration)."""
+    if not os.path.exists(path):
+        return []
+    db = sqlite3.connect(path, timeout=0.2)
+    try:
+        return [(collection, json.loads(text)) for collection, text in db.execute(
+            "SELECT collection, declaration FROM rest_users_resources ORDER BY rowid")]
+    except sqlite3.OperationalError:  # no such table: a file from an earlier release
+        return []
+    finally:
+        db.close()
 
 
 @contextlib.contextmanager
@@ -4633,19 +4718,22 @@ def add_fake_api_arguments(parser):
 
 
 def startup_note(options, server, environment):
-    """The line for a newcomer, after the banner: the explorer, where the users are, and
-    whether a key is needed and where it came from (never the key itself)."""
+    """The line for a newcomer, after the banner: the explorer, the resources and where they
+    are kept, and whether a key is needed and where it came from (never the key itself)."""
+    paths = in_words([resource.path for resource in server.resources])
     if options.api_key:
-        key = "Requests to /users need Authorization: Bearer and the key given with --api-key."
+        key = "Requests to %s need Authorization: Bearer and the key given with --api-key." % paths
     elif options.api_key is None and environment.get("API_KEY"):
-        key = ("Requests to /users need Authorization: Bearer and the key in the API_KEY "
-               "environment variable (unset it to need none).")
+        key = ("Requests to %s need Authorization: Bearer and the key in the API_KEY "
+               "environment variable (unset it to need none)." % paths)
     else:
         key = "No API key is needed."
-    return ("Open http://%s:%d/ in a browser to explore the API. Users are kept in %s. %s%s "
+    served = "The " + in_words([resource.collection for resource in server.resources])
+    return ("Open http://%s:%d/ in a browser to explore the API. %s are kept in %s. %s%s "
             "Test controls: POST /__admin/reset, GET /__admin/requests." % (
-                options.host, server.server_address[1], server.store.kept_in, key,
-                options_in_force(options)))
+                options.host, server.server_address[1],
+                served if len(server.resources) > 1 else served[4:].capitalize(),
+                server.store.kept_in, key, options_in_force(options)))
 
 
 def options_in_force(options):

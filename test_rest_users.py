@@ -2451,7 +2451,7 @@ def test_load_with_db_happens_only_when_the_file_holds_no_users(tmp_path):
 
 BAD_LOAD_FILES = [
     (b"\xff[]", "users.json: is not UTF-8 text"),
-    ({"name": "A", "email": "a@x"}, "users.json: name: is a string, not an array of items"),
+    ({"name": "A", "email": "a@x"}, "users.json: name: is a string, not an array of items or an object"),
     ([["A", "a@x"]], "users.json: user 1 of 1: must be an object with name, email and "
                      "optionally id"),
     ([{"name": "A", "email": "a@x"}, {"name": "", "email": "b"}],
@@ -3735,8 +3735,8 @@ def test_a_field_added_to_the_table_gains_its_column_in_an_older_db_file(phone_u
 
 # A learner changes one decision of the core in each place it is made, once
 CORE_DECISIONS = [  # (what the core says, what the learner makes it say)
-    ('    return dict(zip(resource.columns, item))',  # the JSON shape: one more key
-     '    return dict(zip(resource.columns, item), kind=resource.item)'),
+    ('    return dict(zip(resource.columns, item[resource.shown:]))',  # the JSON shape: one more key
+     '    return dict(zip(resource.columns, item[resource.shown:]), kind=resource.item)'),
     ('    return xml_element(resource.item, item_document(resource, item)',  # the XML element
      '    return xml_element("person", item_document(resource, item)'),
     ("        return value in values",  # a rule of the list's filter: names in any case
@@ -4262,7 +4262,7 @@ def names_used_but_not_bound(source):
 def test_the_core_names_nothing_that_only_the_appendices_define():
     source = core_source()
     # the core holds the fields table and reads XML bodies itself: a short book, not a tract
-    assert len(source.splitlines()) <= 1375
+    assert len(source.splitlines()) <= 1400
     assert names_used_but_not_bound(source) == set()
 
 
