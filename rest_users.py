@@ -609,6 +609,7 @@ class Field:
 def field_schema(field, more):
     """A field's JSON Schema: its type, its length, and what its declaration adds."""
     schema = {"type": field.type} if field.type != "json" else {}
+    schema.update((key, value) for key, value in more.items() if key == "minLength")
     if field.max_length is not None:
         schema["maxLength"] = field.max_length
     return dict(schema, **more)
@@ -735,7 +736,7 @@ def check_field(resource, name, value, path_id):
     if field is None:
         return "is not a field of %s; the fields are %s" % (
             a_or_an(resource.item), in_words(resource.field_names))
-    if value is None and not field.required:
+    if value is None and not field.required and field.default is NO_DEFAULT:
         return None  # an optional field's none: left out, or removed by a merge patch
     return check_value(field, value)
 
@@ -3773,24 +3774,36 @@ class OpenApiHandler(UsersHandler):
         self.respond(HTTPStatus.OK, json_bytes(document), "application/json")
 
 
-TAGS = [{"name": "users", "description": "The users: list, create, read, change"},
-        {"name": "service", "description": "The index, the explorer and this document"},
+TAGS = [{"name": "service", "description": "The index, the explorer and this document"},
         {"name": "testing", "description": "Test controls for end-to-end suites"}]
+
+
+def resource_tag(resource):
+    """A resource's tag: its collection's name, first among the tags."""
+    what = "read, change" if resource.singular else "list, create, read, change"
+    return {"name": resource.collection,
+            "description": "The %s: %s" % (resource.collection, what)}
 
 
 def openapi_document(routes, auth):
     """The OpenAPI 3.1 description of these routes; `auth` when the service has an API key."""
-    paths = {found.path: path_item(found, auth) for found in routes}
+    resources = list(dict.fromkeys(found.resource for found in routes if found.resource))
+    paths = {found.path: path_item(found, auth, resources) for found in routes}
     tags = {operation["tags"][0] for operation in operations_in(paths)}
+    served = in_words([resource.collection for resource in resources])
     return {
         "openapi": "3.1.0",
-        "info": {"title": "Users API", "version": "1.0",
-                 "description": "A users resource in JSON and XML, from rest_users.py.",
+        "info": {"title": "%s API" % (served[:1].upper() + served[1:]) if len(resources) == 1
+                 else "REST API", "version": "1.0",
+                 "description": "%s resource%s in JSON and XML, from rest_users.py." % (
+                     "A " + served if len(resources) == 1 else "The " + served,
+                     "s" if len(resources) > 1 else ""),
                  "license": {"name": "MIT", "identifier": "MIT"}},
         "servers": [{"url": "/"}],  # wherever this document was fetched from
-        "tags": [tag for tag in TAGS if tag["name"] in tags],  # only the tags operations have
+        "tags": [tag for tag in list(map(resource_tag, resources)) + TAGS
+                 if tag["name"] in tags],  # only the tags operations have
         "paths": paths,
-        "components": openapi_components(paths),
+        "components": openapi_components(paths, resources),
     }
 
 
@@ -3800,26 +3813,40 @@ def operations_in(paths):
             for method, operation in item.items() if method != "parameters"]
 
 
-def path_item(found, auth):
+def path_item(found, auth, resources):
     """A route's path item: an operation for each verb in its Allow, as route() lists them
     (HEAD where there is GET, OPTIONS everywhere), and its path parameters."""
-    names = re.findall("{([^}]+)}", found.path)  # find_route reads each as a user id
+    names = re.findall("{([^}]+)}", found.path)  # find_route reads each as an id
     item = {"parameters": [dict(ID_PARAMETER, name=name) for name in names]} if names else {}
     for verb in found.allow.split(", "):
-        item[verb.lower()] = verb_operation(found, verb, auth)
+        item[verb.lower()] = verb_operation(found, verb, auth, resources)
     return item
 
 
-def verb_operation(found, verb, auth):
+def verb_operation(found, verb, auth, resources):
     """The operation of one verb on a route; HEAD is its GET without the bodies, and
     OPTIONS takes the tag of the route's other operations."""
     if verb == "OPTIONS":
-        tag = next((described_action(name).tag for name in found.actions.values()), "users")
-        return options_operation(options_id(found.path), "What %s takes" % found.path, tag)
-    entry = described_action(found.actions["GET" if verb == "HEAD" else verb])
+        return options_of(found, resources)
+    entry = described_action(found, found.actions["GET" if verb == "HEAD" else verb],
+                             resources)
     if verb == "HEAD":
         return head_operation(action_operation(entry, auth), *entry.head)
     return action_operation(entry, auth)
+
+
+def options_of(found, resources):
+    """OPTIONS on a route: a resource's collection or item, or one named in OPTIONS_IDS, or
+    named after its path's words."""
+    if found.resource is None:
+        tag = next((described_action(found, name, resources).tag
+                    for name in found.actions.values()), "users")
+        return options_operation(OPTIONS_IDS.get(found.path) or "options" + camel_case(
+            re.findall("[A-Za-z0-9]+", found.path)), "What %s takes" % found.path, tag)
+    words, listed = Words(found.resource, found.parent, resources), "POST" in found.actions
+    return options_operation(
+        "options" + (words.Items if listed else words.Item), "What %s takes" % found.path,
+        words.tag, describe_action("optionsList" if listed else "optionsItem", words))
 
 
 def action_operation(entry, auth):
@@ -3828,7 +3855,8 @@ def action_operation(entry, auth):
     keyed = auth and "401" in entry.problems
     problems = [code for code in entry.problems if keyed or code != "401"]
     return operation(entry.operation_id, entry.summary, responses(entry.answers, *problems),
-                     auth=keyed, tag=entry.tag, parameters=entry.parameters, body=entry.body)
+                     auth=keyed, tag=entry.tag, parameters=entry.parameters, body=entry.body,
+                     description=entry.description)
 
 
 def camel_case(words):
@@ -3836,20 +3864,18 @@ def camel_case(words):
     return "".join(word.capitalize() for word in words)
 
 
-def described_action(name):
-    """The entry of OPERATIONS for a handler method; for one it lacks (a route a learner
-    added), an entry made from the method's name, under /users as most are."""
+def described_action(found, name, resources=()):
+    """The entry for the method that answers on a route: its resource's action, or one of
+    OPERATIONS; for one neither has (a route a learner added), an entry made from the
+    method's name, under /users as most are."""
+    if found.resource is not None and name in RESOURCE_OPERATIONS:
+        return RESOURCE_OPERATIONS[name](Words(found.resource, found.parent, resources))
     if name in OPERATIONS:
         return OPERATIONS[name]
     words = name.split("_")
     return described(words[0] + camel_case(words[1:]), " ".join(words).capitalize(), "users",
                      {"200": {"description": "Done"}}, ("401", "503"),
                      head=("head" + camel_case(words), "Its headers"))
-
-
-def options_id(path):
-    """The operationId of OPTIONS on a path: named in OPTIONS_IDS, or made of its words."""
-    return OPTIONS_IDS.get(path) or "options" + camel_case(re.findall("[A-Za-z0-9]+", path))
 
 
 def json_schema_ref(name):
@@ -3909,16 +3935,79 @@ def responses(success, *problem_codes):
     return answers
 
 
-def user_success(status, description, *extra_headers):
-    """A response carrying one user and its ETag."""
+def item_success(words, status, description, *extra_headers):
+    """A response carrying one item and its ETag."""
     return {status: {"description": description,
                      "headers": header_refs("ETag", "Vary", *extra_headers),
-                     "content": body_content(json_schema_ref("User"))}}
+                     "content": body_content(json_schema_ref(words.Schema))}}
 
 
-def fields_in_words():
-    """The user's fields as a sentence names them, the optional ones marked so."""
-    return in_words([field.name + ("" if field.required else " (optional)") for field in USERS.fields])
+def fields_in_words(resource):
+    """A resource's fields as a sentence names them, the optional ones marked so."""
+    return in_words([field.name + ("" if field.required else " (optional)")
+                     for field in resource.fields])
+
+
+class Words:
+    """The words a resource's operations are written in: users gives listUsers, getUser and
+    the schema User; under a parent, /users/{id}/todos gives listUserTodos."""
+
+    def __init__(self, resource, parent=None, resources=()):
+        self.referred = bool(referrers(resource, resources))  # a delete may be a 409
+        prefix = camel_case(re.findall("[A-Za-z0-9]+", parent[0].item)) if parent else ""
+        self.resource, self.path, self.tag = resource, resource.path, resource.collection
+        self.items, self.item, self.fields = resource.collection, resource.item, (
+            fields_in_words(resource))
+        self.Items = prefix + camel_case(re.findall("[A-Za-z0-9]+", resource.collection))
+        self.Schema = camel_case(re.findall("[A-Za-z0-9]+", resource.item))
+        self.Item = prefix + self.Schema
+        if parent is not None:
+            self.path = "%s/{id}%s" % (parent[0].path, resource.path)
+        self.first = (resource.sorted_by[1:] or ("id",))[0]  # the list's examples sort by it
+        self.any_of = " or ".join(resource.field_names)
+
+
+RESOURCE_DESCRIPTIONS = {  # what a viewer shows under a resource's operations' summaries
+    "list": "A page of %(items)s, in id order unless sort says otherwise (`sort=%(first)s,-id`: "
+            "by %(first)s, then by id descending), with X-Total-Count (how many match, on all "
+            "pages) and a Link header to the first, last, previous and next pages. A "
+            "repeated %(any_of)s means any of them.\n\n"
+            "The list also reads the query dialects of front-end libraries, each into "
+            "the same query, so they give the same %(items)s in the same order:\n\n"
+            "- json-server 0.17 (react-admin's ra-data-json-server, refine's simple-rest): "
+            "`%(path)s?_start=0&_end=10&_sort=%(first)s&_order=desc%(like)s&id_gte=2`\n"
+            "- json-server 1.0, answered as its page object (first, prev, next, last, "
+            "pages, items, data): `%(path)s?_page=1&_per_page=10&_sort=-%(first)s&id:in=1,2,3`\n"
+            "- react-admin's ra-data-simple-rest, answered with a Content-Range "
+            "(`%(items)s 0-9/25`): `%(path)s?sort=[\"%(first)s\",\"ASC\"]&range=[0,9]&"
+            "filter={\"q\":\"ada\"}`\n\n"
+            "A request uses one way of paging and one of sorting.",
+    "headList": "The headers GET %(path)s would send (X-Total-Count, Link), without the body.",
+    "create": "Creates %(an_item)s from its %(fields)s; the server assigns the id. The answer "
+              "is 201 with the %(item)s, its ETag, and its address in Location.",
+    "optionsList": "The methods %(path)s takes, in Allow; also the answer to a CORS preflight.",
+    "retrieve": "One %(item)s and its ETag. With If-None-Match naming that ETag the answer is "
+                "304 without a body: your copy is current.",
+    "headItem": "The headers GET %(path)s/{id} would send (its ETag), without the body.",
+    "update": "Replaces the whole %(item)s, its %(fields)s; it never creates. Send the ETag you "
+              "read as If-Match: if the %(item)s changed since, the answer is 412 and nothing "
+              "is written.",
+    "partial_update": "Changes only the fields sent: a JSON merge patch (RFC 7396) or partial "
+                      "XML. If-Match guards it as it guards PUT.",
+    "destroy": "Deletes the %(item)s: 200 with the %(item)s as it was (no ETag: that version is "
+               "gone), or 204 with Prefer: return=minimal; a GET after it is 404. If-Match "
+               "guards it as it guards PUT.",
+    "optionsItem": "The methods %(path)s/{id} takes, in Allow, whether or not the %(item)s "
+                   "exists; also the answer to a CORS preflight.",
+}
+
+
+def describe_action(name, words):
+    """The description of a resource's action, in its words."""
+    first = words.resource.fields_by_name.get(words.first)
+    like = "&%s_like=ada" % words.first if first is not None and first.type == "string" else ""
+    return RESOURCE_DESCRIPTIONS[name] % dict(vars(words), an_item=a_or_an(words.item),
+                                              like=like)
 
 
 DESCRIPTIONS = {  # what a viewer shows under each operation's summary
@@ -3929,35 +4018,6 @@ DESCRIPTIONS = {  # what a viewer shows under each operation's summary
     "getOpenApi": "This OpenAPI 3.1 document, open without the key.",
     "headOpenApi": "The headers GET /openapi.json would send, without the body.",
     "optionsOpenApi": "The methods /openapi.json takes, in Allow.",
-    "listUsers": "A page of users, in id order unless sort says otherwise (`sort=name,-id`: "
-                 "by name, then by id descending), with X-Total-Count (how many match, on all "
-                 "pages) and a Link header to the first, last, previous and next pages. A "
-                 "repeated " + " or ".join(USERS.field_names) + " means any of them.\n\n"
-                 "The list also reads the query dialects of front-end libraries, each into "
-                 "the same query, so they give the same users in the same order:\n\n"
-                 "- json-server 0.17 (react-admin's ra-data-json-server, refine's simple-rest): "
-                 "`/users?_start=0&_end=10&_sort=name&_order=desc&name_like=ada&id_gte=2`\n"
-                 "- json-server 1.0, answered as its page object (first, prev, next, last, "
-                 "pages, items, data): `/users?_page=1&_per_page=10&_sort=-name&id:in=1,2,3`\n"
-                 "- react-admin's ra-data-simple-rest, answered with a Content-Range "
-                 "(`users 0-9/25`): `/users?sort=[\"name\",\"ASC\"]&range=[0,9]&"
-                 "filter={\"q\":\"ada\"}`\n\n"
-                 "A request uses one way of paging and one of sorting.",
-    "headUsers": "The headers GET /users would send (X-Total-Count, Link), without the body.",
-    "createUser": "Creates a user from its " + fields_in_words() + "; the server assigns the "
-                  "id. The answer is 201 with the user, its ETag, and its address in Location.",
-    "optionsUsers": "The methods /users takes, in Allow; also the answer to a CORS preflight.",
-    "getUser": "One user and its ETag. With If-None-Match naming that ETag the answer is 304 "
-               "without a body: your copy is current.",
-    "headUser": "The headers GET /users/{id} would send (its ETag), without the body.",
-    "replaceUser": "Replaces the whole user, its " + fields_in_words() + "; it never creates. "
-                   "Send the ETag you read as If-Match: if the user changed since, the answer "
-                   "is 412 and nothing is written.",
-    "patchUser": "Changes only the fields sent: a JSON merge patch (RFC 7396) or partial XML. "
-                 "If-Match guards it as it guards PUT.",
-    "deleteUser": "Deletes the user: 200 with the user as it was (no ETag: that version is "
-                  "gone), or 204 with Prefer: return=minimal; a GET after it is 404. If-Match "
-                  "guards it as it guards PUT.",
     "resetUsers": "Puts the users back to those the server started with (--fake-users, "
                   "--load), new ids continuing after them, and empties the journal: a known "
                   "state for each end-to-end test. A database file is not reset (409).",
@@ -3969,16 +4029,16 @@ DESCRIPTIONS = {  # what a viewer shows under each operation's summary
     "clearRequests": "Empties the journal of requests.",
     "headRequests": "The headers GET /__admin/requests would send, without the body.",
     "optionsRequests": "The methods /__admin/requests takes, in Allow.",
-    "optionsUser": "The methods /users/{id} takes, in Allow, whether or not the user exists; "
-                   "also the answer to a CORS preflight.",
 }
 
 
-def operation(operation_id, summary, answers, *, auth, tag="users", parameters=(), body=None):
+def operation(operation_id, summary, answers, *, auth, tag="users", parameters=(), body=None,
+              description=None):
     """One operation; `auth` marks it as needing the Bearer token, and every other one says
     it is open with an empty security list, as OpenAPI tools expect."""
     built = {"operationId": operation_id, "summary": summary,
-             "description": DESCRIPTIONS.get(operation_id, summary), "tags": [tag],
+             "description": description or DESCRIPTIONS.get(operation_id, summary),
+             "tags": [tag],
              "security": [{"bearerAuth": []}] if auth else [], "responses": answers}
     if parameters:
         built["parameters"] = list(parameters)
@@ -3987,27 +4047,27 @@ def operation(operation_id, summary, answers, *, auth, tag="users", parameters=(
     return built
 
 
-def head_operation(get, operation_id, summary):
+def head_operation(get, operation_id, summary, description=None):
     """HEAD: GET's answers without their bodies (RFC 9110 §9.3.2), so that a generated
     client reads none."""
     answers = {code: {key: value for key, value in response.items() if key != "content"}
                for code, response in get["responses"].items()}
-    return dict(get, operationId=operation_id, summary=summary,
-                description=DESCRIPTIONS.get(operation_id, summary), responses=answers)
+    return dict(get, operationId=operation_id, summary=summary, responses=answers,
+                description=description or DESCRIPTIONS.get(operation_id, summary))
 
 
-def options_operation(operation_id, summary, tag="users"):
+def options_operation(operation_id, summary, tag="users", description=None):
     """OPTIONS: 204 with Allow, never behind the key."""
-    return operation(operation_id, summary, dict(
+    return operation(operation_id, summary, description=description, answers=dict(
         {"204": {"description": "The methods this path takes", "headers": header_refs("Allow")},
          "default": problem_response("No such path")},
         **{code: problem_response(PROBLEMS[code]) for code in EDGE}), auth=False, tag=tag)
 
 
 TEXT = {"type": "string"}
-USER_ID_SCHEMA = {"type": "integer", "minimum": 1, "maximum": MAX_ID}
+ID_SCHEMA = {"type": "integer", "minimum": 1, "maximum": MAX_ID}
 ID_PARAMETER = {"name": "id", "in": "path", "required": True, "example": 1,
-                "schema": USER_ID_SCHEMA}
+                "schema": ID_SCHEMA}
 IF_MATCH = {"name": "If-Match", "in": "header", "schema": TEXT,
             "description": "the ETag you read: the write fails with 412 if it is stale"}
 IF_NONE_MATCH = {"name": "If-None-Match", "in": "header", "schema": TEXT}
@@ -4015,84 +4075,100 @@ PREFER = {"name": "Prefer", "in": "header", "schema": TEXT, "example": "return=m
           "description": "return=minimal: answer 204 without the deleted user (RFC 7240)"}
 
 
-def list_parameters():
-    """The query parameters of GET /users, in LIST_PARAMETERS' order; one the list takes
-    that nothing here describes is a plain string."""
-    described = {field.name: filter_parameter(field) for field in USERS.fields}
+def list_parameters(resource):
+    """The query parameters of a resource's list, in its list_parameters' order; one the
+    list takes that nothing here describes is a plain string."""
+    described = {field.name: filter_parameter(field) for field in resource.fields}
     described.update(
         limit={"name": "limit", "in": "query", "schema": {
             "type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT}},
         offset={"name": "offset", "in": "query", "schema": {
             "type": "integer", "minimum": 0, "maximum": MAX_ID, "default": 0}},
-        sort=sort_parameter(),
+        sort=sort_parameter(resource),
         q={"name": "q", "in": "query", "schema": {"type": "string", "minLength": 1},
-           "description": "text in the %s, ignoring case" % " or the ".join(USERS.searched)})
+           "description": "text in the %s, ignoring case" % " or the ".join(resource.searched)})
     return [described.get(name) or {"name": name, "in": "query", "schema": TEXT}
-            for name in USERS.list_parameters]
+            for name in resource.list_parameters]
 
 
-def sort_parameter():
-    """sort: keys from SORT_KEYS, comma-separated; the example sorts by the first field."""
-    key = "(%s)" % "|".join(USERS.sort_keys)
+def sort_parameter(resource):
+    """sort: a resource's sort keys, comma-separated; the example sorts by the first field."""
+    key = "(%s)" % "|".join(resource.sort_keys)
     return {"name": "sort", "in": "query", "description": "sort keys, comma-separated "
             "(-: descending)", "schema": {"type": "string", "default": "id",
-                                          "example": ",".join(USERS.field_names[:1] + ("-id",)),
+                                          "example": ",".join(resource.sorted_by[1:2] + ("-id",)),
                                           "pattern": "^%s(,%s)*$" % (key, key)}}
 
 
 def filter_parameter(field):
-    """A field's filter: the users whose field equals a value, or any of several."""
+    """A field's filter: the items whose field equals a value, or any of several."""
     equal = "%s, ignoring ASCII case" if field.ignores_case else "exact %s"
+    value = {"type": "string", "minLength": 1} if field.type == "string" else {"type": field.type}
     return {"name": field.name, "in": "query",
             "description": equal % field.name + "; repeated: any of them",
-            "schema": {"type": "array", "items": {"type": "string", "minLength": 1}}}
+            "schema": {"type": "array", "items": value}}
 
 
 Described = namedtuple("Described", "operation_id summary tag answers problems parameters "
-                                    "body head")
+                                    "body head description")
 
 
 def described(operation_id, summary, tag, answers, problems, *, parameters=(), body=None,
-              head=None):
+              head=None, description=None):
     """An entry of OPERATIONS: the problem codes the operation can answer ("401": behind
-    the key when there is one), the body it reads, and for a GET the operationId and
-    summary of its HEAD."""
-    return Described(operation_id, summary, tag, answers, problems, parameters, body, head)
+    the key when there is one), the body it reads, for a GET the operationId, summary and
+    description of its HEAD, and its own description if DESCRIPTIONS has none."""
+    return Described(operation_id, summary, tag, answers, problems, parameters, body, head,
+                     description)
 
 
 DONE = {"204": {"description": "Done", "headers": header_refs("Vary")}}
 BODY_PROBLEMS = ("400", "401", "503", "406", "409", "411", "413", "415", "422", "507")
-OPERATIONS = {  # the handler method that answers a verb -> what the document says of it
-    "list": described(
-        "listUsers", "List users, a page at a time", "users", {"200": {
-            "description": "A page of users", "content": body_content(json_schema_ref(
-                "UserList")), "headers": header_refs("X-Total-Count", "Link", "Vary")}},
-        ("400", "401", "503", "406"), parameters=list_parameters(),
-        head=("headUsers", "The list's headers")),
-    "create": described(
-        "createUser", "Create a user", "users", user_success("201", "Created", "Location"),
-        BODY_PROBLEMS, body=body_content(json_schema_ref("NewUser"))),
-    "retrieve": described(
-        "getUser", "Read a user", "users", dict(user_success("200", "The user"), **{"304": {
-            "description": "Not modified: the If-None-Match tag is current",
-            "headers": header_refs("ETag", "Vary")}}),
+RESOURCE_OPERATIONS = {  # a resource's action -> what the document says of it, in its Words
+    "list": lambda w: described(
+        "list" + w.Items, "List %s, a page at a time" % w.items, w.tag, {"200": {
+            "description": "A page of " + w.items, "content": body_content(json_schema_ref(
+                w.Schema + "List")), "headers": header_refs("X-Total-Count", "Link", "Vary")}},
+        ("400", "401", "503", "406"), parameters=list_parameters(w.resource),
+        head=("head" + w.Items, "The list's headers", describe_action("headList", w)),
+        description=describe_action("list", w)),
+    "create": lambda w: described(
+        "create" + w.Item, "Create " + a_or_an(w.item), w.tag,
+        item_success(w, "201", "Created", "Location"), BODY_PROBLEMS,
+        body=body_content(json_schema_ref("New" + w.Schema)),
+        description=describe_action("create", w)),
+    "retrieve": lambda w: described(
+        "get" + w.Item, "Read " + a_or_an(w.item), w.tag, dict(
+            item_success(w, "200", "The " + w.item), **{"304": {
+                "description": "Not modified: the If-None-Match tag is current",
+                "headers": header_refs("ETag", "Vary")}}),
         ("401", "503", "404", "406"), parameters=[IF_NONE_MATCH],
-        head=("headUser", "A user's headers")),
-    "update": described(
-        "replaceUser", "Replace a user (no create)", "users", user_success("200", "Replaced"),
-        BODY_PROBLEMS + ("404", "412"), parameters=[IF_MATCH],
-        body=body_content(json_schema_ref("UserReplacement"))),
-    "partial_update": described(
-        "patchUser", "Change some fields", "users", user_success("200", "Changed"),
+        head=("head" + w.Item, "%s's headers" % a_or_an(w.item).capitalize(),
+              describe_action("headItem", w)), description=describe_action("retrieve", w)),
+    "update": lambda w: described(
+        "replace" + w.Item, "Replace %s (no create)" % a_or_an(w.item), w.tag,
+        item_success(w, "200", "Replaced"), BODY_PROBLEMS + ("404", "412"),
+        parameters=[IF_MATCH], body=body_content(json_schema_ref(w.Schema + "Replacement")),
+        description=describe_action("update", w)),
+    "partial_update": lambda w: described(
+        "patch" + w.Item, "Change some fields", w.tag, item_success(w, "200", "Changed"),
         BODY_PROBLEMS + ("404", "412"), parameters=[IF_MATCH], body=body_content(
-            json_schema_ref("UserPatch"), json_types=(MERGE_PATCH, "application/json"))),
-    "destroy": described(
-        "deleteUser", "Delete a user", "users", {
-            "200": {"description": "Deleted: the user as it was", "headers": header_refs(
-                "Vary"), "content": body_content(json_schema_ref("User"))},
+            json_schema_ref(w.Schema + "Patch"), json_types=(MERGE_PATCH, "application/json")),
+        description=describe_action("partial_update", w)),
+    "destroy": lambda w: described(
+        "delete" + w.Item, "Delete " + a_or_an(w.item), w.tag, {
+            "200": {"description": "Deleted: the %s as it was" % w.item, "headers": header_refs(
+                "Vary"), "content": body_content(json_schema_ref(w.Schema))},
             "204": {"description": "Deleted, with Prefer: return=minimal",
                     "headers": header_refs("Preference-Applied")}},
-        ("401", "503", "404", "406", "412", "507"), parameters=[IF_MATCH, PREFER]),
+        ("401", "503", "404", "406", "412", "507") + (("409",) if w.referred else ()),
+        parameters=[IF_MATCH, PREFER],
+        description=describe_action("destroy", w)),
+}
+RESOURCE_OPERATIONS.update(  # a singular resource's one item: /profile
+    retrieve_one=RESOURCE_OPERATIONS["retrieve"], update_one=RESOURCE_OPERATIONS["update"],
+    partial_update_one=RESOURCE_OPERATIONS["partial_update"])
+OPERATIONS = {  # the handler method that answers a verb -> what the document says of it
     "reset": described(
         "resetUsers", "Back to the starting users", "testing", dict(DONE, **{
             "409": problem_response("With --db: a database file is not reset over HTTP")}),
@@ -4116,15 +4192,14 @@ OPERATIONS = {  # the handler method that answers a verb -> what the document sa
             "content": {"application/json": {"schema": {"type": "object"}}}}},
         ("406",), head=("headOpenApi", "This document's headers")),
 }
-OPTIONS_IDS = {"/": "optionsIndex", "/openapi.json": "optionsOpenApi", "/users": "optionsUsers",
-               "/users/{id}": "optionsUser", "/__admin/reset": "optionsReset",
-               "/__admin/requests": "optionsRequests"}
+OPTIONS_IDS = {"/": "optionsIndex", "/openapi.json": "optionsOpenApi",
+               "/__admin/reset": "optionsReset", "/__admin/requests": "optionsRequests"}
 
 
-def openapi_components(paths):
+def openapi_components(paths, resources):
     """The schemas and headers the paths refer to, and the security scheme if an operation
     needs the key: without one a viewer would offer to log in for nothing."""
-    components = used_components(paths, {"schemas": openapi_schemas(),
+    components = used_components(paths, {"schemas": openapi_schemas(resources),
                                          "headers": openapi_headers()})
     if any(operation["security"] for operation in operations_in(paths)):
         components["securitySchemes"] = {"bearerAuth": {"type": "http", "scheme": "bearer"}}
@@ -4167,53 +4242,72 @@ def used_components(paths, components):
             for kind, declared in components.items()}
 
 
-EXAMPLE_USER = dict([("id", 1)] + [(field.name, field.example) for field in USERS.fields])
-PATCH_EXAMPLE = {"name": "Ada King"}  # for Try it out, while users have a name
-# The XML names the core gives a user and a list of them, read off what it renders
-USER_TAG = item_element(USERS, new_item(USERS, 1, {})).tag
-USERS_TAG = ElementTree.fromstring(render_items(USERS, [], XML)).tag
+PATCH_EXAMPLES = {"users": {"name": "Ada King"}}  # for Try it out; else a first field's example
+TYPE_EXAMPLES = {"string": "text", "integer": 1, "number": 1.5, "boolean": False, "json": {}}
+
+
+def example_of(field):
+    """A field's example: as declared, else its default, else one of its type."""
+    if field.example is not None:
+        return field.example
+    return field.default if field.default is not None else TYPE_EXAMPLES[field.type]
 
 
 def described_field(field):
     """A field's JSON Schema, with its example; an optional field's none is null in JSON
     (a type list, JSON Schema 2020-12 as OpenAPI 3.1 reads it) and no element in XML."""
-    schema = dict(field.schema, examples=[field.example])
-    if not field.required:
+    schema = dict(field.schema, examples=[example_of(field)])
+    if not field.required and field.default is NO_DEFAULT and "type" in schema:  # json: any
         schema["type"] = [schema["type"], "null"]
     return schema
 
 
-def user_schema(properties, required, example, **more):
-    """A user object with these properties and no other, named in XML as the core does."""
+def item_schema(resource, properties, required, example, **more):
+    """An item with these properties and no other, named in XML as the core names it."""
+    tag = item_element(resource, new_item(resource, 1, {})).tag  # read off what it renders
     schema = dict({"type": "object", "properties": properties, "additionalProperties": False,
-                   "xml": {"name": USER_TAG}, "examples": [example]}, **more)
+                   "xml": {"name": tag}, "examples": [example]}, **more)
     if required:
         schema["required"] = required
     return schema
 
 
-def openapi_schemas():
-    """The JSON Schemas of users (from FIELDS), lists, the index and problem details."""
-    fields = {field.name: described_field(field) for field in USERS.fields}
-    with_id = dict({"id": USER_ID_SCHEMA}, **fields)
-    required = [field.name for field in USERS.fields if field.required]
-    new_user = {name: value for name, value in EXAMPLE_USER.items() if name != "id"}
-    patch = {name: value for name, value in PATCH_EXAMPLE.items() if name in fields}
+def resource_schemas(resource):
+    """The JSON Schemas of a resource's item, list, new item, replacement and patch."""
+    name = Words(resource).Schema
+    fields = {field.name: described_field(field) for field in resource.fields}
+    with_id = fields if resource.singular else dict({"id": ID_SCHEMA}, **fields)
+    required = [field.name for field in resource.fields if field.required]
+    new = {field.name: example_of(field) for field in resource.fields}
+    example = new if resource.singular else dict([("id", 1)] + list(new.items()))
+    patch = PATCH_EXAMPLES.get(resource.collection) or dict(list(new.items())[:1])
+    collection = ElementTree.fromstring(render_items(resource, [], XML)).tag
     return {
-        "User": user_schema(with_id, ["id"] + required, EXAMPLE_USER),
-        "UserList": {"type": "array", "items": json_schema_ref("User"),
-                     "xml": {"name": USERS_TAG, "wrapped": True},
-                     "examples": [[EXAMPLE_USER]]},
-        "NewUser": user_schema(fields, required, new_user),
-        "UserReplacement": user_schema(with_id, required, new_user,
-                                       description="id, if given, must be the id in the path"),
-        "UserPatch": user_schema(with_id, [], patch,
-                                 description="the fields to change (RFC 7396)"),
-        "Index": {"type": "object", "properties": {"users": {"type": "string"}},
+        name: item_schema(resource, with_id, ([] if resource.singular else ["id"]) + required,
+                          example),
+        name + "List": {"type": "array", "items": json_schema_ref(name),
+                        "xml": {"name": collection, "wrapped": True}, "examples": [[example]]},
+        "New" + name: item_schema(resource, fields, required, new),
+        name + "Replacement": item_schema(resource, with_id, required, new,
+                                          description="id, if given, must be the id in the path"),
+        name + "Patch": item_schema(resource, with_id, [], {
+            key: value for key, value in patch.items() if key in fields},
+            description="the fields to change (RFC 7396)"),
+    }
+
+
+def openapi_schemas(resources):
+    """The JSON Schemas of each resource (from its fields), the index and problem details."""
+    schemas = {}
+    for resource in resources:
+        schemas.update(resource_schemas(resource))
+    return dict(schemas, **{
+        "Index": {"type": "object", "properties": {resource.collection: {"type": "string"}
+                                                   for resource in resources},
                   "xml": {"name": "index"}},
         "Problem": problem_schema(),
         "Journal": journal_schema(),
-    }
+    })
 
 
 def journal_schema():
