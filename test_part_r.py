@@ -22,9 +22,9 @@ import pytest
 
 import rest_users
 from rest_users import Field, Resource, USERS
-from test_rest_users import (HERE, JSON_TYPE, KEY, PROBLEM_JSON, PROBLEM_XML, XML_TYPE,
-                             assert_problem, browser, call, failed_start, options_for,
-                             port_of, run_service, start_server, stop_server, xml_problem)
+from test_rest_users import (HERE, JSON_TYPE, KEY, XML_TYPE, assert_problem,
+                             browser, call, failed_start, options_for,
+                             port_of, run_service, start_server, stop_server)
 
 assert browser  # a fixture: imported for the explorer's test
 
@@ -1179,7 +1179,6 @@ def test_the_explorer_offers_todos(browser):
     try:
         post(running, "/todos", {"title": "Buy milk"})
         browser.open("http://127.0.0.1:%d/" % running.server_address[1])
-        browser.wait_for("document.readyState === 'complete'")
         # whatever offers the choice of resource (a link, a button, a select's option)
         browser.run(
             "(() => { const choice = [...document.querySelectorAll('a, button, option')].find("
@@ -1187,9 +1186,18 @@ def test_the_explorer_offers_todos(browser):
             " if (choice.tagName === 'OPTION') { choice.selected = true; choice.parentElement"
             ".dispatchEvent(new Event('change', {bubbles: true})); } else { choice.click(); }"
             " })()")
-        browser.wait_for("document.querySelector('#rows') !== null && [...document."
-                         "querySelectorAll('#rows td')].some(td => td.textContent === 'Buy milk')")
-        labels = browser.run("[...document.querySelectorAll('label')].map(l => l.textContent)")
+        browser.wait_for("[...document.querySelectorAll('#rows td')].some("
+                         "td => td.textContent === 'Buy milk')")
+        # the form has a labelled input per field: type a title, and create the todo
+        browser.run("const label = [...document.querySelectorAll('label')].find("
+                    "l => l.textContent.trim().startsWith('title'));"
+                    "document.getElementById(label.htmlFor).value = 'Walk the dog';"
+                    "document.getElementById('send-POST').click()")
+        created = "document.querySelector('#exchanges > li[data-status=\"201\"]')"
+        browser.wait_for(created + " !== null")
+        shown = browser.run(created + ".textContent")
+        todos = call(running, "GET", "/todos").json()
     finally:
         stop_server(running)
-    assert any("title" in label.lower() for label in labels), labels
+    assert "POST /todos HTTP/1.1" in shown and "location: /todos/2" in shown.lower()
+    assert todos == [todo(1, "Buy milk"), todo(2, "Walk the dog")]
