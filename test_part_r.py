@@ -735,6 +735,53 @@ def test_a_unique_field_is_409_from_its_declaration(kind, tmp_path_factory):
         stop_server(running)
 
 
+def test_a_conditional_get_with_embed_sees_a_change_to_the_embedded_todos(server):
+    # RFC 9110 §8.8.3: a strong validator changes whenever the representation does, so a
+    # user's own version cannot stand for a representation that holds its todos too
+    user = post(server, "/users", {"name": "Cached", "email": "cached@example.com"})
+    path = "/users/%d?_embed=todos" % user["id"]
+    first = call(server, "GET", path)
+    added = post(server, "/users/%d/todos" % user["id"], {"title": "New"})
+    tag = first.headers["ETag"]  # none at all would be right too
+    reply = call(server, "GET", path, headers={"If-None-Match": tag} if tag else {})
+    assert (reply.status, reply.json()) == (200, dict(user, todos=[added]))
+    call(server, "DELETE", "/todos/%d" % added["id"])
+
+
+def test_a_stale_if_match_on_deleting_a_referred_to_user_is_412_before_the_409(server):
+    user = post(server, "/users", {"name": "Stale", "email": "stale@example.com"})
+    owned = post(server, "/users/%d/todos" % user["id"], {"title": "Held"})
+    reply = call(server, "DELETE", "/users/%d" % user["id"], headers={"If-Match": '"9-json"'})
+    assert_problem(reply, 412)
+    assert_problem(call(server, "DELETE", "/users/%d" % user["id"]), 409)
+    call(server, "DELETE", "/todos/%d" % owned["id"])
+
+
+def test_a_nested_lists_links_lead_to_the_same_users_pages(listed):
+    reply = call(listed, "GET", "/users/1/todos?limit=1")
+    following = re.search(r'<([^>]*)>; rel="next"', reply.headers["Link"]).group(1)
+    assert call(listed, "GET", following).json() == [listed_todo(4)]
+
+
+NOTES_OF_USERS = Resource("notes", [Field("text", "string", required=True),
+                                    Field("userId", "integer", refers_to="users")])
+
+
+def test_a_409_on_delete_names_every_resource_that_refers_with_its_count():
+    running = start_server(resources=[USERS, TODOS, NOTES_OF_USERS])
+    try:
+        post(running, "/users", {"name": "Ada", "email": "ada@example.com"})
+        for title in ("One", "Two", "Three"):
+            post(running, "/users/1/todos", {"title": title})
+        post(running, "/users/1/notes", {"text": "A note"})
+        problem = assert_problem(call(running, "DELETE", "/users/1"), 409)
+        assert problem["detail"] == ("The user with id 1 is referred to by 3 todos and 1 notes; "
+                                     "change or delete them first: nothing was deleted.")
+        assert call(running, "GET", "/users/1").status == 200
+    finally:
+        stop_server(running)
+
+
 # -- an optional field with a none, under every operator, on both stores ----------------
 
 NOTES = Resource("notes", [Field("text", "string", required=True), Field("tag", "string"),
