@@ -2290,7 +2290,14 @@ class ReferenceHandler(UsersHandler):
         if relations(self.resource, self.server.resources):
             self.related = read_related(self.resource, self.server.resources, parse_qsl(
                 self.query, keep_blank_values=True))[1]
-        super().retrieve(item_id)
+        if not self.related:
+            return super().retrieve(item_id)
+        item = self.store.get(item_id)
+        if item is None:
+            raise NotFound(self.resource, item_id)
+        # no ETag: the item's version does not change with the items added to it, and a
+        # strong validator must change with the representation (RFC 9110 §8.8.3)
+        self.respond(HTTPStatus.OK, self.render(item), self.format.content_type)
 
     def render(self, item):
         """A read's item with what _embed and _expand add to it."""
@@ -3319,9 +3326,17 @@ class ExplorerHandler(UsersHandler):
         says where this server keeps its users, whatever else its Accept takes."""
         if (self.command in ("GET", "HEAD") and self.path.partition("?")[0] == "/"
                 and prefers_html(self.headers.get("Accept"))):
-            return self.respond(HTTPStatus.OK, explorer_page(self.server.store.kept_in),
-                                "text/html; charset=utf-8", EXPLORER_HEADERS)
+            return self.respond(HTTPStatus.OK, explorer_page(
+                self.explored(), self.server.resources, self.server.store.kept_in),
+                "text/html; charset=utf-8", EXPLORER_HEADERS)
         super().route_request()
+
+    def explored(self):
+        """The resource the explorer is asked for (/?resource=todos), else the first listed."""
+        listed = [resource for resource in self.server.resources if not resource.singular]
+        asked = dict(parse_qsl(self.path.partition("?")[2])).get("resource")
+        return next((resource for resource in listed if resource.collection == asked),
+                    listed[0] if listed else USERS)
 
     def get_index(self):
         """GET /: where to find things, for a client of the API."""
@@ -3375,28 +3390,37 @@ const byId = (id) => document.getElementById(id);
 const settings = { apiKey: "", format: "json" };  // the key lives only in this variable
 // A user's fields, in order, from the form's inputs: the page's HTML names them (from the
 // server's FIELDS), so this script, and so its hash in the policy, is the same for any fields.
-const FIELD_NAMES = Array.from(document.querySelectorAll("[data-field]"), (input) => input.dataset.field);
+// The resource the page is for is named by its HTML too: its path (/users) and item (user).
+let FIELD_NAMES, PATH, ITEM, ITEMS, CAPITAL;
+function readResource() {
+  FIELD_NAMES = Array.from(document.querySelectorAll("[data-field]"), (input) => input.dataset.field);
+  PATH = document.querySelector("main").dataset.path;
+  ITEM = document.querySelector("main").dataset.item;
+  ITEMS = PATH.slice(1);
+  CAPITAL = ITEM.charAt(0).toUpperCase() + ITEM.slice(1);
+}
+readResource();
 
-const NOTES = {
+const notes = () => ({
   POST: "POST asks the collection to create a member: 201 Created, and Location says where it is.",
   GET: "GET reads a resource and changes nothing; its ETag names the version you got.",
-  PUT: "PUT replaces the whole user. If-Match carries the ETag we read: a stale one gets 412.",
+  PUT: "PUT replaces the whole " + ITEM + ". If-Match carries the ETag we read: a stale one gets 412.",
   PATCH: "PATCH changes only the fields sent (a merge patch); If-Match guards it too.",
-  DELETE: "DELETE removes the user: 200 OK, with the user as it was. A GET after it would get 404.",
-  OPEN: "GET reads the user into the form; its ETag is kept, and Replace, Change and Delete send it as If-Match.",
-  GONE: "GET after the DELETE: 404 Not Found, as problem details. The user is gone.",
+  DELETE: "DELETE removes the " + ITEM + ": 200 OK, with the " + ITEM + " as it was. A GET after it would get 404.",
+  OPEN: "GET reads the " + ITEM + " into the form; its ETag is kept, and Replace, Change and Delete send it as If-Match.",
+  GONE: "GET after the DELETE: 404 Not Found, as problem details. The " + ITEM + " is gone.",
   SUMMARY: "That was the life of a resource: POST created it at the address in Location (201), " +
     "GET read it with its ETag (200), PUT replaced it and PATCH changed part of it, each sending " +
-    "the ETag it had read as If-Match (200), DELETE removed it (200, with the user as it was), and a GET after that found " +
+    "the ETag it had read as If-Match (200), DELETE removed it (200, with the " + ITEM + " as it was), and a GET after that found " +
     "nothing (404). The list above was read again at the end.",
-};
+});
 let opened = { id: "", tag: null, format: null };  // the user in the form, as the GET gave it
 
 function accept() { return settings.format === "xml" ? "application/xml" : "application/json"; }
 
 function userBody(fields, patch) {
   if (settings.format === "xml") {
-    const doc = document.implementation.createDocument(null, "user", null);
+    const doc = document.implementation.createDocument(null, ITEM, null);
     for (const [name, value] of Object.entries(fields)) {
       const element = doc.createElement(name);
       element.textContent = value;
@@ -3404,7 +3428,14 @@ function userBody(fields, patch) {
     }
     return { text: new XMLSerializer().serializeToString(doc), type: "application/xml" };
   }
-  return { text: JSON.stringify(fields), type: patch ? "application/merge-patch+json" : "application/json" };
+  const typed = Object.fromEntries(Object.entries(fields).map(([name, value]) => [name, typedValue(name, value)]));
+  return { text: JSON.stringify(typed), type: patch ? "application/merge-patch+json" : "application/json" };
+}
+
+function typedValue(name, text) {  // JSON has types: the input's data-type says which (the page's HTML)
+  const type = byId("user-" + name).dataset.type || "string";
+  if (type === "string" || text === "") return text;
+  try { return JSON.parse(text); } catch (error) { return text; }  // the server says what is wrong
 }
 
 function readUsers(text, contentType) {
@@ -3414,7 +3445,7 @@ function readUsers(text, contentType) {
   }
   const doc = new DOMParser().parseFromString(text, "application/xml");
   const field = (user, name) => (user.getElementsByTagName(name)[0] || {}).textContent;
-  return Array.from(doc.getElementsByTagName("user"), (user) => Object.fromEntries(
+  return Array.from(doc.getElementsByTagName(ITEM), (user) => Object.fromEntries(
     ["id", ...FIELD_NAMES].map((name) => [name, field(user, name)])));
 }
 
@@ -3492,16 +3523,16 @@ async function listUsers(path, quiet, tourStep) {
   for (const [name, id] of [["sort", "sort"], ...filters, ["q", "search"], ["limit", "limit"]]) {
     if (byId(id).value) query.set(name, byId(id).value);
   }
-  const { response, text } = await exchange("GET", path || "/users?" + query, { note: "GET /users lists a page of users.", quiet, tourStep });
+  const { response, text } = await exchange("GET", path || PATH + "?" + query, { note: "GET " + PATH + " lists a page of " + ITEMS + ".", quiet, tourStep });
   const rows = byId("rows");
   rows.replaceChildren();
   byId("pages").replaceChildren();
   if (!response.ok) return;
   const total = response.headers.get("X-Total-Count");
-  byId("total").textContent = total + (total === "1" ? " user matches" : " users match") + " (X-Total-Count).";
+  byId("total").textContent = total + (total === "1" ? " " + ITEM + " matches" : " " + ITEMS + " match") + " (X-Total-Count).";
   for (const user of readUsers(text, response.headers.get("Content-Type"))) {
     const row = element("tr");
-    row.append(element("td", String(user.id)), ...FIELD_NAMES.map((name) => element("td", user[name])));
+    row.append(element("td", String(user.id)), ...FIELD_NAMES.map((name) => element("td", shown(user[name]))));
     const actions = element("td");
     const edit = element("button", "Edit");
     edit.type = "button";
@@ -3520,6 +3551,10 @@ async function listUsers(path, quiet, tourStep) {
   }
 }
 
+function shown(value) {  // a value as a cell shows it: text as it is, JSON's others as JSON writes them
+  return typeof value === "string" || value == null ? value : JSON.stringify(value);
+}
+
 function formFields(onlyFilled) {  // an empty optional field is left out: none in POST and PUT, unchanged in PATCH
   const fields = {};
   for (const name of FIELD_NAMES) {
@@ -3534,25 +3569,25 @@ function sayAtId(text) {
 }
 
 async function openUser(id) {
-  const { response, text } = await exchange("GET", "/users/" + id, { note: NOTES.OPEN });
+  const { response, text } = await exchange("GET", PATH + "/" + id, { note: notes().OPEN });
   if (!response.ok) return;
   const [user] = readUsers(text, response.headers.get("Content-Type"));
   opened = { id: String(user.id), tag: response.headers.get("ETag"), format: settings.format };
   byId("user-id").value = user.id;
-  for (const name of FIELD_NAMES) byId("user-" + name).value = user[name] ?? "";  // none: null, or no element
-  sayAtId("User " + user.id + " is open at ETag " + opened.tag + ".");
+  for (const name of FIELD_NAMES) byId("user-" + name).value = shown(user[name]) ?? "";  // none: null, or no element
+  sayAtId(CAPITAL + " " + user.id + " is open at ETag " + opened.tag + ".");
   byId("user-" + FIELD_NAMES[0]).focus();
 }
 
 function explainStale(item) {  // a 412: what happened, and a way on
   const box = item.querySelector(".problem") || item.appendChild(element("div", undefined, "problem"));
   box.append(element("p", opened.format === settings.format
-    ? "Nothing was written: someone changed this user after you opened it, so " + opened.tag +
+    ? "Nothing was written: someone changed this " + ITEM + " after you opened it, so " + opened.tag +
       " is no longer its ETag. Reload it to see their change, then make yours again."
-    : "Nothing was written: the user was opened in " + opened.format.toUpperCase() + ", and a " +
+    : "Nothing was written: the " + ITEM + " was opened in " + opened.format.toUpperCase() + ", and a " +
       settings.format.toUpperCase() + " request needs the " + settings.format.toUpperCase() +
       " ETag. Reload it to get that one, then save again."));
-  const reload = element("button", "Reload user " + opened.id + " (GET)");
+  const reload = element("button", "Reload " + ITEM + " " + opened.id + " (GET)");
   reload.type = "button";
   reload.id = "reload-user";
   reload.addEventListener("click", () => openUser(opened.id));
@@ -3561,41 +3596,41 @@ function explainStale(item) {  // a 412: what happened, and a way on
 
 async function write(method) {
   if (method === "POST") {
-    const created = await exchange("POST", "/users", { body: userBody(formFields(false)), note: NOTES.POST });
+    const created = await exchange("POST", PATH, { body: userBody(formFields(false)), note: notes().POST });
     if (created.response.ok) await listUsers(undefined, true);
     return;  // an error stays in view: no list is read after it
   }
   const id = byId("user-id").value.trim();
   if (!id || id !== opened.id) {  // a write sends the ETag its user was opened with
-    sayAtId(id ? "Open user " + id + " first: its ETag goes into If-Match."
-               : "Enter the id of a user, or press Edit in the list, to open it first.");
+    sayAtId(id ? "Open " + ITEM + " " + id + " first: its ETag goes into If-Match."
+               : "Enter the id of " + (/^[aeio]/.test(ITEM) ? "an " : "a ") + ITEM + ", or press Edit in the list, to open it first.");
     byId("user-id").focus();
     return;
   }
   const body = method === "DELETE" ? undefined : userBody(formFields(method === "PATCH"), method === "PATCH");
-  const { response, item } = await exchange(method, "/users/" + id, { body, ifMatch: opened.tag, note: NOTES[method] });
+  const { response, item } = await exchange(method, PATH + "/" + id, { body, ifMatch: opened.tag, note: notes()[method] });
   if (response.status === 412) explainStale(item);
   if (!response.ok) return;
   opened.tag = response.headers.get("ETag");  // the new version's: the next write sends it
-  sayAtId(method === "DELETE" ? "User " + id + " is deleted." : "User " + id + " is open at ETag " + opened.tag + ".");
+  sayAtId(method === "DELETE" ? CAPITAL + " " + id + " is deleted." : CAPITAL + " " + id + " is open at ETag " + opened.tag + ".");
   await listUsers(undefined, true);
 }
 
 async function tour() {
   const email = "tour-" + Date.now() + "@example.com";
   byId("exchanges").append(element("li", "The tour: one user, every verb.", "note"));
-  const created = await exchange("POST", "/users", { body: userBody({ name: "Tour Guide", email }), note: NOTES.POST, tourStep: "POST" });
+  const created = await exchange("POST", "/users", { body: userBody({ name: "Tour Guide", email }), note: notes().POST, tourStep: "POST" });
   const path = created.response.headers.get("Location");
   if (!created.response.ok || !path) return;
-  const read = await exchange("GET", path, { note: NOTES.GET, tourStep: "GET" });
+  const read = await exchange("GET", path, { note: notes().GET, tourStep: "GET" });
   const replaced = await exchange("PUT", path, { body: userBody({ name: "Tour Guide", email: "renamed-" + email }),
-    ifMatch: read.response.headers.get("ETag"), note: NOTES.PUT, tourStep: "PUT" });
+    ifMatch: read.response.headers.get("ETag"), note: notes().PUT, tourStep: "PUT" });
   const patched = await exchange("PATCH", path, { body: userBody({ name: "Tour Guide, patched" }, true),
-    ifMatch: replaced.response.headers.get("ETag"), note: NOTES.PATCH, tourStep: "PATCH" });
-  await exchange("DELETE", path, { ifMatch: patched.response.headers.get("ETag"), note: NOTES.DELETE, tourStep: "DELETE" });
-  await exchange("GET", path, { note: NOTES.GONE, tourStep: "GET after DELETE" });
+    ifMatch: replaced.response.headers.get("ETag"), note: notes().PATCH, tourStep: "PATCH" });
+  await exchange("DELETE", path, { ifMatch: patched.response.headers.get("ETag"), note: notes().DELETE, tourStep: "DELETE" });
+  await exchange("GET", path, { note: notes().GONE, tourStep: "GET after DELETE" });
   await listUsers(undefined, true, "list");
-  const summary = element("p", NOTES.SUMMARY, "note");
+  const summary = element("p", notes().SUMMARY, "note");
   summary.id = "tour-summary";
   const item = element("li", undefined, "summary");
   item.append(summary);
@@ -3608,16 +3643,41 @@ byId("api-key").addEventListener("input", (event) => { settings.apiKey = event.t
 for (const radio of document.querySelectorAll("input[name=format]")) {
   radio.addEventListener("change", (event) => { settings.format = event.target.value; });
 }
-byId("list-form").addEventListener("submit", (event) => { event.preventDefault(); listUsers(); });
-for (const method of ["POST", "PUT", "PATCH", "DELETE"]) {
-  byId("send-" + method).addEventListener("click", () => write(method));
+function bind() {  // the list's and the form's controls: again when another resource's take their place
+  byId("list-form").addEventListener("submit", (event) => { event.preventDefault(); listUsers(); });
+  for (const method of ["POST", "PUT", "PATCH", "DELETE"]) {
+    byId("send-" + method).addEventListener("click", () => write(method));
+  }
+  byId("open-user").addEventListener("click", () => {
+    const id = byId("user-id").value.trim();
+    if (id) openUser(id); else { sayAtId("Enter the id of the " + ITEM + " to open."); byId("user-id").focus(); }
+  });
 }
-byId("open-user").addEventListener("click", () => {
-  const id = byId("user-id").value.trim();
-  if (id) openUser(id); else { sayAtId("Enter the id of the user to open."); byId("user-id").focus(); }
-});
-byId("tour-button").addEventListener("click", tour);
-if (location.hash === "#tour") tour(); else listUsers(undefined, true);
+
+async function explore(name) {  // another resource: its list and form, from its own page
+  const response = await fetch("/?resource=" + encodeURIComponent(name), { headers: { Accept: "text/html" } });
+  const page = new DOMParser().parseFromString(await response.text(), "text/html");
+  for (const id of ["list-title", "edit-title"]) {
+    const part = "section[aria-labelledby=" + id + "]";
+    document.querySelector(part).replaceWith(document.adoptNode(page.querySelector(part)));
+  }
+  Object.assign(document.querySelector("main").dataset, page.querySelector("main").dataset);
+  for (const part of ["title", "h1", "#store"]) {
+    document.querySelector(part).textContent = page.querySelector(part).textContent;
+  }
+  history.replaceState(null, "", "/?resource=" + encodeURIComponent(name));
+  readResource();
+  opened = { id: "", tag: null, format: null };
+  bind();
+  await listUsers(undefined, true);
+}
+
+bind();
+for (const choice of document.querySelectorAll("[data-resource]")) {
+  choice.addEventListener("click", () => explore(choice.dataset.resource));
+}
+if (byId("tour-button")) byId("tour-button").addEventListener("click", tour);  // the tour is of users
+if (location.hash === "#tour" && byId("tour-button")) tour(); else listUsers(undefined, true);
 """
 
 EXPLORER_PAGE = """<!doctype html>
@@ -3625,19 +3685,19 @@ EXPLORER_PAGE = """<!doctype html>
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>Users API explorer</title>
+<title>{Items} API explorer</title>
 <link rel="icon" href="data:,">
 <style>{style}</style>
 </head>
 <body>
 <header>
-<h1>Users API explorer</h1>
+<h1>{Items} API explorer</h1>{resource_links}
 <p>Every button sends a real HTTP request to this service, and the whole exchange appears under
 <a href="#exchanges">Exchanges</a>: the request line, headers and body, then the status line,
 headers and body of the answer. The API is described in <a href="/openapi.json">/openapi.json</a>.</p>
-<p id="store">Users are kept in {kept_in}.</p>
+<p id="store">{Items} are kept in {kept_in}.</p>
 </header>
-<main>
+<main data-path="{path}" data-item="{item}">
 <section aria-labelledby="settings-title">
 <h2 id="settings-title">Settings</h2>
 <label for="api-key">API key (sent as Authorization: Bearer; kept only in this page's memory)</label>
@@ -3646,17 +3706,17 @@ headers and body of the answer. The API is described in <a href="/openapi.json">
 <label><input type="radio" name="format" value="json" checked> JSON</label>
 <label><input type="radio" name="format" value="xml"> XML</label>
 </fieldset>
-<div class="buttons"><button id="tour-button" type="button">Take the guided tour (POST, GET, PUT, PATCH, DELETE)</button></div>
+{tour_button}
 </section>
 <section aria-labelledby="list-title">
-<h2 id="list-title">Users</h2>
+<h2 id="list-title">{Items}</h2>
 <form id="list-form" class="grid">
 <div><label for="sort">Sort by</label><select id="sort">
 {sort_options}</select></div>
 {filters}
 <div><label for="search">Search (q)</label><input id="search" type="search" placeholder="{search_hint}"></div>
-<div><label for="limit">Users per page</label><input id="limit" type="number" min="1" max="1000" value="10"></div>
-<div class="buttons"><button type="submit">List users</button></div>
+<div><label for="limit">{Items} per page</label><input id="limit" type="number" min="1" max="{max_limit}" value="10"></div>
+<div class="buttons"><button type="submit">List {items}</button></div>
 </form>
 <p id="total" aria-live="polite"></p>
 <table><thead><tr><th scope="col">id</th>{columns}<th scope="col">action</th></tr></thead>
@@ -3664,7 +3724,7 @@ headers and body of the answer. The API is described in <a href="/openapi.json">
 <nav id="pages" class="buttons" aria-label="Pages (from the Link header)"></nav>
 </section>
 <section aria-labelledby="edit-title">
-<h2 id="edit-title">Create, change or delete a user</h2>
+<h2 id="edit-title">Create, change or delete {an_item}</h2>
 <div class="grid">
 <div><label for="user-id">id (for PUT, PATCH, DELETE)</label><input id="user-id" inputmode="numeric" aria-describedby="user-id-note">
 <p id="user-id-note" class="hint" aria-live="polite"></p></div>
@@ -3707,22 +3767,40 @@ def filter_input(field):
 
 
 def user_input(field):
-    """The form's labelled input for a field; the script finds the fields by data-field."""
+    """The form's labelled input for a field; the script finds the fields by data-field, and
+    sends a value typed as data-type says (text when it says nothing)."""
     optional, required = ("", " required") if field.required else (" (optional)", "")
+    typed = "" if field.type == "string" else ' data-type="%s"' % field.type
     return ('<div><label for="user-{0}">{0}{1}</label>'
-            '<input id="user-{0}" data-field="{0}"{2}></div>'.format(field.name, optional, required))
+            '<input id="user-{0}" data-field="{0}"{3}{2}></div>'.format(
+                html.escape(field.name), optional, required, typed))
 
 
-def explorer_template():
-    """The page with the parts that name the fields built from FIELDS (a field's name is an
-    identifier, so it needs no escaping), and the style and script; only {kept_in} is left."""
-    searched = " or ".join(USERS.searched)
+TOUR_BUTTON = ('<div class="buttons"><button id="tour-button" type="button">Take the guided tour '
+               '(POST, GET, PUT, PATCH, DELETE)</button></div>')
+
+
+def explorer_template(resource, resources):
+    """The page for a resource, with the parts that name its fields built from its
+    declaration, and the style and script; only {kept_in} is left. The tour is of users."""
+    searched = " or ".join(resource.searched)
+    listed = [other for other in resources if not other.singular]
+    links = "" if len(listed) < 2 else '\n<nav class="buttons" aria-label="Resources">%s</nav>' % (
+        "".join('<button type="button" data-resource="{0}">{0}</button>'.format(
+            html.escape(other.collection)) for other in listed))
     parts = (
-        ("sort_options", "".join(map(sort_option, USERS.sort_keys))),
-        ("filters", "\n".join(map(filter_input, USERS.fields))),
+        ("sort_options", "".join(map(sort_option, resource.sort_keys))),
+        ("filters", "\n".join(map(filter_input, resource.fields))),
         ("search_hint", "text in a " + searched),
-        ("columns", "".join('<th scope="col">%s</th>' % name for name in USERS.field_names)),
-        ("user_inputs", "\n".join(map(user_input, USERS.fields))),
+        ("columns", "".join('<th scope="col">%s</th>' % html.escape(name)
+                            for name in resource.field_names)),
+        ("user_inputs", "\n".join(map(user_input, resource.fields))),
+        ("resource_links", links), ("tour_button", TOUR_BUTTON if {"name", "email"} <= set(
+            resource.field_names) else ""),
+        ("Items", html.escape(resource.collection.capitalize())),
+        ("items", html.escape(resource.collection)), ("path", html.escape(resource.path)),
+        ("an_item", html.escape(a_or_an(resource.item))), ("item", html.escape(resource.item)),
+        ("max_limit", str(MAX_LIMIT)),
         ("style", EXPLORER_STYLE), ("script", EXPLORER_SCRIPT),  # last: their braces stay
     )
     page = EXPLORER_PAGE
@@ -3731,13 +3809,16 @@ def explorer_template():
     return page
 
 
-EXPLORER_TEMPLATE = explorer_template()
+EXPLORER_PAGES = {}  # the page of each resource, as served with the others: made once
 
 
-def explorer_page(kept_in):
-    """The page, saying where this server keeps its users (only text: no script or style
+def explorer_page(resource, resources, kept_in):
+    """The page, saying where this server keeps its items (only text: no script or style
     changes, so the policy's hashes hold)."""
-    return EXPLORER_TEMPLATE.replace("{kept_in}", html.escape(kept_in)).encode("utf-8")
+    key = (resource, tuple(resources))
+    if key not in EXPLORER_PAGES:
+        EXPLORER_PAGES[key] = explorer_template(resource, resources)
+    return EXPLORER_PAGES[key].replace("{kept_in}", html.escape(kept_in)).encode("utf-8")
 
 
 EXPLORER_CSP = ("default-src 'none'; script-src %s; style-src %s; connect-src 'self'; "
