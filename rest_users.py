@@ -13,6 +13,10 @@ The resource (the README walks through it with curl):
     PATCH  /users/{id}   change some fields (JSON merge patch, RFC 7396, or partial XML)
     DELETE /users/{id}   delete it: 200 with the user as it was
 
+Users are one resource, declared in USERS: its collection, its item and its fields. Any
+other is declared the same way (Resource("todos", [Field("title", required=True), ...]))
+and gets every route above, both formats, both stores and every check, with no other edit.
+
 Up to the banner "Appendices: you can stop reading here" this file is the whole service
 in plain Python, and runs on its own: UsersServer(("127.0.0.1", 8000), MemoryStore()).
 serve_forever(). A request travels through it so:
@@ -20,33 +24,39 @@ serve_forever(). A request travels through it so:
  1. UsersServer, an http.server with a thread per connection, gives each connection a
     UsersHandler. http.server reads the request line and header fields, then calls do_GET,
     do_POST, ... which are all handle_api_request.
- 2. route_request checks, in this order, who asks (check_caller: the API key), the path
-    (find_route, in the table ROUTES), the method, and the format asked for (negotiate).
- 3. The route's method does the work: create_user, for one, reads the body
-    (read_user_body), checks it (validate_user, by the table FIELDS) and has the store add
-    the user.
- 4. respond sends the answer, in JSON or XML (render_user), with write_response. What goes
+ 2. route_request finds the route (find_route, in the table route_table derives from the
+    resources), then checks who asks (check_caller: the API key), the method, and the
+    format asked for (negotiate).
+ 3. The route's action does the work, named as Django REST Framework names them: list,
+    create, retrieve, update, partial_update, destroy. create, for one, reads the body
+    (read_item_body), checks it (validate, by the resource's fields) and has the resource's
+    store add the item.
+ 4. respond sends the answer, in JSON or XML (render_item), with write_response. What goes
     wrong on the way raises ApiError, which handle_api_request answers as an RFC 9457 problem.
 
-Every decision is made once, here: a user's fields in FIELDS, the routes in ROUTES, each
-rule and message in one function. To add a field, write its check and add its row to FIELDS
-(and, for --fake-users, its made-up value in fake_user): every format, store, filter, the
-API description and the explorer follow. Each appendix adds to the core by subclassing it and
-overriding hooks it leaves, each hook in one appendix at most; none restates a decision:
+Every decision is made once, here: a resource's fields in its declaration, the routes in
+resource_routes, each rule and message in one function. To add a field to users, write its
+check and add its Field (with a fake value for --fake-users): every format, store, filter,
+the API description and the explorer follow. Each appendix adds to the core by subclassing
+it and overriding hooks it leaves; none restates a decision:
  A. EdgeHandler: strict framing and the Host check (parse_request, read_head), the 413 and
     100-continue (before_reading_body), drained bodies (leave_unread_body), problems for
     http.server's own errors (send_error), the 408 (handle_one_request); the graceful stop.
  B. TeachingHandler: the 412's likely mistake (precondition_detail), PUT's hint to PATCH
-    (replace_user), Prefer (delete_user), problem-only clients (negotiate, respond).
- C. SQLiteStore; CorsHandler (extra_headers, answer_options); FakeApiHandler: --fail-rate
-    (check_caller), --delay and the journal (write_response), /__admin/; DialectHandler: the
-    dialects of front-end libraries (read_list_query, render_page, page_headers).
+    (update), Prefer (destroy), problem-only clients (negotiate, respond).
+ C. SQLiteStore, a table per resource in one file; ReferenceHandler: references between
+    resources (check_write, check_delete), nested routes (route_table, given_by_path) and
+    _embed and _expand (page, retrieve, render); CorsHandler (extra_headers, answer_options),
+    which a route without CORS (/__admin/) never gets; FakeApiHandler: --fail-rate
+    (check_caller), --delay and the journal (write_response), /__admin/; --load of
+    json-server's db.json; DialectHandler: the dialects of front-end libraries
+    (read_list_query, render_page, page_headers).
  D, E. ExplorerHandler (route_request) and OpenApiHandler add / and /openapi.json; the API
-    description is derived from the routes and FIELDS.
- F. FastHandler keeps the core's answers (format_for, render, users_page) and moves bytes
-    with fewer calls (read_head, write_bytes), never deciding anything itself.
- G. PlainHandler lists Appendices A to E in the order B, D, E, C, A (each a mix-in, as
-    socketserver's are: the order is the method order); DefaultHandler puts F before them.
+    description is derived from the routes and the resources' fields.
+ F. FastHandler keeps the core's answers (format_for, render, page) and moves bytes with
+    fewer calls (read_head, write_bytes), never deciding anything itself.
+ G. PlainHandler composes Appendices A to E as mix-ins and lists the routes they add;
+    DefaultHandler puts F before them.
 
 Use it to learn, to test and as a fake API. http.server is not a hardened server: put a
 real web server in front of it before the internet.
@@ -248,12 +258,14 @@ class UsersHandler(BaseHTTPRequestHandler):
             raise ApiError(HTTPStatus.UNAUTHORIZED, "The Bearer token is not the key.", headers=[
                 ("WWW-Authenticate", 'Bearer realm="users", error="invalid_token"')])
 
+    added_routes = []  # the routes an appendix adds (/, /openapi.json): Appendix G lists them
+
     @classmethod
     def route_table(cls, resources=None):
-        """The routes it answers: each resource's (users' when none is named); an appendix's
-        subclass adds its own."""
+        """The routes it answers: each resource's (users' when none is named), then those
+        the appendices add."""
         return [found for resource in resources or [USERS]
-                for found in resource_routes(resource)]
+                for found in resource_routes(resource)] + cls.added_routes
 
     @classmethod
     def keyed_paths(cls, resources):
@@ -766,11 +778,6 @@ def validate(resource, pairs, *, path_id=None, partial=False):
     return fields
 
 
-def validate_user(pairs, *, path_id=None, partial=False):
-    """validate() for a user: the fields of a user's body as a dict, or the 422."""
-    return validate(USERS, pairs, path_id=path_id, partial=partial)
-
-
 # -- Storage -----------------------------------------------------------------------------
 # Every store has the same few methods, so the handler need not know which it has (SQLite's
 # is in Appendix C). update() and delete() take a function the store calls on the current
@@ -1008,11 +1015,6 @@ def render_items(resource, items, fmt):
         return json_bytes([item_document(resource, item) for item in items])
     return xml_bytes(xml_element(resource.collection, {},
                                  [item_element(resource, item) for item in items]))
-
-
-def render_user(user, fmt):
-    """One user as bytes in the format."""
-    return render_item(USERS, user, fmt)
 
 
 # Characters XML 1.0 cannot carry; a problem may quote client text that has them.
@@ -2590,10 +2592,7 @@ class FakeApiHandler(UsersHandler):
     (--fail-rate), with test controls under /__admin/: a reset, and the journal of the
     requests for the resources."""
 
-    @classmethod
-    def route_table(cls, resources=None):
-        """The test controls' routes, besides the others."""
-        return super().route_table(resources) + ADMIN_ROUTES
+    added_routes = ADMIN_ROUTES  # the test controls' routes
 
     @classmethod
     def keyed_paths(cls, resources):
@@ -3316,10 +3315,7 @@ INDEX_ROUTE = route("/", r"/", {"GET": "get_index"})
 class ExplorerHandler(UsersHandler):
     """UsersHandler with GET /: an index of the API, or for a browser the explorer page."""
 
-    @classmethod
-    def route_table(cls, resources=None):
-        """GET /, besides the other routes."""
-        return super().route_table(resources) + [INDEX_ROUTE]
+    added_routes = [INDEX_ROUTE]
 
     def route_request(self):
         """A browser, which ranks text/html first, gets the explorer at GET /, a page that
@@ -3843,10 +3839,7 @@ OPENAPI_ROUTE = route("/openapi.json", r"/openapi\.json", {"GET": "get_openapi"}
 class OpenApiHandler(UsersHandler):
     """UsersHandler with GET /openapi.json, the OpenAPI description of the service."""
 
-    @classmethod
-    def route_table(cls, resources=None):
-        """GET /openapi.json, besides the other routes."""
-        return super().route_table(resources) + [OPENAPI_ROUTE]
+    added_routes = [OPENAPI_ROUTE]
 
     def get_openapi(self):
         """GET /openapi.json: the document of the routes this handler serves, which says
@@ -4699,7 +4692,12 @@ DEFAULT_PORT = 8000
 
 class PlainHandler(TeachingHandler, ExplorerHandler, OpenApiHandler, FakeApiHandler,
                    ReferenceHandler, DialectHandler, CorsHandler, EdgeHandler):
-    """The core's handler with Appendices A to E."""
+    """The core's handler with Appendices A to E. Each mix-in overrides its own hooks, and
+    where two take the same one (the dialects' and the references' page) each calls the
+    other's through super(); what a route carries (CORS or not) the route says, never this
+    order. The routes they add are listed here, in one place."""
+
+    added_routes = ADMIN_ROUTES + [OPENAPI_ROUTE, INDEX_ROUTE]
 
 
 class DefaultHandler(FastHandler, PlainHandler):
@@ -4724,6 +4722,17 @@ class DefaultServer(FastServer, PlainServer):
     """The server `python rest_users.py` runs."""
 
     handler_class = DefaultHandler
+
+
+# Names of the release before resources were declared, kept for code written against it
+def validate_user(pairs, *, path_id=None, partial=False):
+    """validate() for a user: the fields of a user's body as a dict, or the 422."""
+    return validate(USERS, pairs, path_id=path_id, partial=partial)
+
+
+def render_user(user, fmt):
+    """One user as bytes in the format."""
+    return render_item(USERS, user, fmt)
 
 
 def make_server(host=DEFAULT_HOST, port=DEFAULT_PORT, *, db=None, api_key=None, cors=None,
