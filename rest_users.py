@@ -101,6 +101,8 @@ MAX_NAME_LENGTH = 200
 MAX_EMAIL_LENGTH = 254  # the longest address SMTP can carry (RFC 5321 §4.5.3.1.3)
 MAX_ID = 2 ** 63 - 1  # SQLite's largest integer: a larger id can name no item
 
+MEDIA_TYPES = JSON_TYPE, XML_TYPE, TEXT_XML_TYPE = (  # the formats: named here alone
+    "application/json", "application/xml", "text/xml")
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 1000
 DIGITS = re.compile("[0-9]+")  # ASCII digits only: str.isdigit() also takes "²"
@@ -121,7 +123,8 @@ class NotFound(ApiError):
     """404: no item of the resource has this id."""
 
     def __init__(self, resource, item_id):
-        super().__init__(HTTPStatus.NOT_FOUND, "There is no %s with id %d." % (resource.item, item_id))
+        super().__init__(HTTPStatus.NOT_FOUND,
+                         "There is no %s with id %d." % (resource.item, item_id))
 
 
 class Taken(ApiError):
@@ -198,8 +201,7 @@ class UsersHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # persistent connections
     wbufsize = -1  # a response gathers in a buffer, flushed after each request: one write
     server_version = "rest_users/1.0"
-    body_types = ("application/json, application/xml or text/xml (and for PATCH "
-                  "application/merge-patch+json)")
+    body_types = "%s, %s or %s (and for PATCH application/merge-patch+json)" % MEDIA_TYPES
     headers = None  # the request's header fields, once http.server has read them
     route = None  # the Route this request is for, once found
     resource = None  # the Resource it is for, if any: the route's
@@ -379,8 +381,8 @@ class UsersHandler(BaseHTTPRequestHandler):
         """The response format the Accept header asks for; 406 when it takes neither."""
         fmt = self.format_for(self.headers.get("Accept", ""))
         if fmt is None:
-            raise ApiError(HTTPStatus.NOT_ACCEPTABLE, "This service answers in application/json, "
-                           "application/xml or text/xml, and Accept takes none of them.")
+            raise ApiError(HTTPStatus.NOT_ACCEPTABLE, "This service answers in %s, %s or %s, and "
+                           "Accept takes none of them." % MEDIA_TYPES)
         return fmt
 
     def format_for(self, accept):
@@ -607,7 +609,8 @@ class Field:
                  unique=False, ignores_case=False, searched=None, refers_to=None,
                  max_length=None, check=None, example=None, fake=None, schema=None):
         if type not in TYPE_CHECKS:
-            raise ValueError("a field's type is one of %s, not %r" % (", ".join(TYPE_CHECKS), type))
+            raise ValueError("a field's type is one of %s, not %r" % (
+                ", ".join(TYPE_CHECKS), type))
         self.name, self.type, self.required, self.default = name, type, required, default
         self.unique, self.ignores_case, self.refers_to = unique, ignores_case, refers_to
         self.searched = type == "string" if searched is None else searched
@@ -937,9 +940,9 @@ def sort_value(resource, name):
 
 # -- Representations: users, lists and problem details, in JSON and in XML ----------------
 Format = namedtuple("Format", "name content_type problem_type")
-JSON = Format("json", "application/json; charset=utf-8", "application/problem+json")
-XML = Format("xml", "application/xml; charset=utf-8", "application/problem+xml")
-TEXT_XML = Format("xml", "text/xml; charset=utf-8", "application/problem+xml")
+JSON = Format("json", JSON_TYPE + "; charset=utf-8", "application/problem+json")
+XML = Format("xml", XML_TYPE + "; charset=utf-8", "application/problem+xml")
+TEXT_XML = Format("xml", TEXT_XML_TYPE + "; charset=utf-8", "application/problem+xml")
 
 
 JSON_ENCODER = json.JSONEncoder(ensure_ascii=False)  # non-ASCII characters as themselves
@@ -1203,8 +1206,8 @@ def read_xml_fields(text, resource):
 
 
 MERGE_PATCH = "application/merge-patch+json"
-BODY_READERS = {"application/json": read_json_fields, MERGE_PATCH: read_json_fields,
-                "application/xml": read_xml_fields, "text/xml": read_xml_fields}
+BODY_READERS = {JSON_TYPE: read_json_fields, MERGE_PATCH: read_json_fields,
+                XML_TYPE: read_xml_fields, TEXT_XML_TYPE: read_xml_fields}
 
 
 def parse_content_type(value):
@@ -1248,9 +1251,8 @@ def choose_format(accept):
     if not accept or not accept.strip():
         return JSON
     ranges = parse_accept(accept)
-    json_q = quality("application/json", ranges)
-    application_xml_q = quality("application/xml", ranges)
-    text_xml_q = quality("text/xml", ranges)
+    json_q, application_xml_q, text_xml_q = (quality(media_type, ranges)
+                                             for media_type in MEDIA_TYPES)
     xml = TEXT_XML if text_xml_q > application_xml_q else XML
     xml_q = max(application_xml_q, text_xml_q)
     # A browser's address bar ranks text/html first and XML above */*: it gets JSON, which
@@ -1321,7 +1323,8 @@ def parse_list_query(resource, pairs):
                      offset=integer_parameter(parameters, "offset", 0, 0, MAX_ID),
                      sort=sort_keys(resource, "sort", parameters.get("sort", "id")),
                      q=parameters.get("q"), filters=tuple(
-                         Filter(field, "eq", (query_value(resource, field, field, parameters[field]),))
+                         Filter(field, "eq", (query_value(resource, field, field,
+                                                          parameters[field]),))
                          for field in resource.field_names if field in parameters))
 
 
@@ -1839,7 +1842,7 @@ def refused_success():
     return ApiError(HTTPStatus.NOT_ACCEPTABLE, "This client takes only problem details "
                     "(application/problem+json or application/problem+xml), and the request "
                     "would have succeeded; nothing was changed. This service answers in "
-                    "application/json, application/xml or text/xml.")
+                    "%s, %s or %s." % MEDIA_TYPES)
 
 
 class ProblemOnlyStore:
@@ -2413,7 +2416,8 @@ def read_related(resource, resources, pairs):
     (parameter, name, resource, field, embedded): the items of a resource that refer to
     this one (_embed=todos), or the item this one refers to (_expand=user; _embed=user
     in json-server 1.0). An unknown name is a 400."""
-    children = {child.collection: (child, field) for child, field in referrers(resource, resources)}
+    children = {child.collection: (child, field)
+                for child, field in referrers(resource, resources)}
     referred = parents(resource, resources)
     related, rest = [], []
     for parameter, value in pairs:
@@ -2636,7 +2640,7 @@ class FakeApiHandler(UsersHandler):
     def list_requests(self):
         """GET /__admin/requests: the journal, oldest first, in JSON."""
         self.respond(HTTPStatus.OK, json_bytes({"requests": self.server.journal.entries()}),
-                     "application/json")
+                     JSON_TYPE)
 
     def clear_requests(self):
         """DELETE /__admin/requests: empty the journal."""
@@ -2970,7 +2974,8 @@ def digits_as_integer(resource, key, value):
     """A reference written as a string of digits, as json-server 1.0 writes ids, as the
     integer it stands for."""
     field = resource.fields_by_name.get(key)
-    if field is not None and field.refers_to and isinstance(value, str) and DIGITS.fullmatch(value):
+    if field is not None and field.refers_to and isinstance(value, str) and (
+            DIGITS.fullmatch(value)):
         return int(value)
     return value
 
@@ -3351,7 +3356,7 @@ def prefers_html(accept):
     ranges = parse_accept(accept or "")
     html_q = quality("text/html", ranges)
     return html_q > max(quality(media_type, ranges)
-                        for media_type in ("application/json", "application/xml", "text/xml"))
+                        for media_type in MEDIA_TYPES)
 
 
 EXPLORER_STYLE = """
@@ -3845,7 +3850,7 @@ class OpenApiHandler(UsersHandler):
         """GET /openapi.json: the document of the routes this handler serves, which says
         whether the API key is needed."""
         document = openapi_document(self.server.routes, auth=self.server.api_key is not None)
-        self.respond(HTTPStatus.OK, json_bytes(document), "application/json")
+        self.respond(HTTPStatus.OK, json_bytes(document), JSON_TYPE)
 
 
 TAGS = [{"name": "service", "description": "The index, the explorer and this document"},
@@ -3957,10 +3962,10 @@ def json_schema_ref(name):
     return {"$ref": "#/components/schemas/" + name}
 
 
-def body_content(schema, xml_schema=None, json_types=("application/json",)):
+def body_content(schema, xml_schema=None, json_types=(JSON_TYPE,)):
     """A content map: the schema in each JSON type, and in both XML types."""
     content = {media_type: {"schema": schema} for media_type in json_types}
-    for media_type in ("application/xml", "text/xml"):
+    for media_type in (XML_TYPE, TEXT_XML_TYPE):
         content[media_type] = {"schema": xml_schema or schema}
     return content
 
@@ -4097,9 +4102,9 @@ DESCRIPTIONS = {  # what a viewer shows under each operation's summary
                   "state for each end-to-end test. A database file is not reset (409).",
     "optionsReset": "The methods /__admin/reset takes, in Allow. No CORS: a page on another "
                     "origin cannot reset the API.",
-    "listRequests": "The last 1,000 requests to /users, oldest first: method, target, "
-                    "headers (credentials and cookies masked), body (its first 64 KiB), "
-                    "status and when it came.",
+    "listRequests": "The last {:,} requests to the resources, oldest first: method, target, "
+                    "headers (credentials and cookies masked), body (its first {} KiB), "
+                    "status and when it came.".format(Journal.LIMIT, Journal.MAX_BODY // 1024),
     "clearRequests": "Empties the journal of requests.",
     "headRequests": "The headers GET /__admin/requests would send, without the body.",
     "optionsRequests": "The methods /__admin/requests takes, in Allow.",
@@ -4227,7 +4232,7 @@ RESOURCE_OPERATIONS = {  # a resource's action -> what the document says of it, 
     "partial_update": lambda w: described(
         "patch" + w.Item, "Change some fields", w.tag, item_success(w, "200", "Changed"),
         BODY_PROBLEMS + ("404", "412"), parameters=[IF_MATCH], body=body_content(
-            json_schema_ref(w.Schema + "Patch"), json_types=(MERGE_PATCH, "application/json")),
+            json_schema_ref(w.Schema + "Patch"), json_types=(MERGE_PATCH, JSON_TYPE)),
         description=describe_action("partial_update", w)),
     "destroy": lambda w: described(
         "delete" + w.Item, "Delete " + a_or_an(w.item), w.tag, {
@@ -4248,9 +4253,9 @@ OPERATIONS = {  # the handler method that answers a verb -> what the document sa
             "409": problem_response("With --db: a database file is not reset over HTTP")}),
         ("401",)),
     "list_requests": described(
-        "listRequests", "The requests sent to /users", "testing", {"200": {
+        "listRequests", "The requests sent to the resources", "testing", {"200": {
             "description": "The journal", "headers": header_refs("Vary"),
-            "content": {"application/json": {"schema": json_schema_ref("Journal")}}}},
+            "content": {JSON_TYPE: {"schema": json_schema_ref("Journal")}}}},
         ("401",), head=("headRequests", "The journal's headers")),
     "clear_requests": described("clearRequests", "Empty the journal", "testing", DONE,
                                 ("401",)),
@@ -4263,7 +4268,7 @@ OPERATIONS = {  # the handler method that answers a verb -> what the document sa
     "get_openapi": described(
         "getOpenApi", "This document", "service", {"200": {
             "description": "The OpenAPI document",
-            "content": {"application/json": {"schema": {"type": "object"}}}}},
+            "content": {JSON_TYPE: {"schema": {"type": "object"}}}}},
         ("406",), head=("headOpenApi", "This document's headers")),
 }
 OPTIONS_IDS = {"/": "optionsIndex", "/openapi.json": "optionsOpenApi",
