@@ -653,7 +653,6 @@ class Resource:
         self.unique = tuple(field for field in self.fields if field.unique)
         self.described = frozenset(field.name for field in self.fields if field.type == "json")
         self.Item = namedtuple(self.item.capitalize(), self.stored + ("version",), rename=True)
-        self.Item.resource = self  # an item's resource, for what _embed and _expand add
         self.sorted_by = ("id",) + tuple(field.name for field in self.fields
                                          if field.type != "json")  # a json field is neither
         self.sort_keys = tuple(sign + name for name in self.sorted_by for sign in ("", "-"))
@@ -2323,16 +2322,17 @@ class ReferenceHandler(UsersHandler):
             related_element(self.resource, item, self.related_to) for item in items]))
 
     def related_to(self, item):
-        """The items _embed and _expand add to an item, by the name they go under."""
+        """The items _embed and _expand add to an item, by the name they go under, each
+        with its resource."""
         added = {}
         for _, name, other, field, embedded in self.related:
             store = self.server.stores[other.collection]
             if embedded:  # the items of another resource that refer to this one
-                added[name] = store.list(ListQuery(MAX_ID, 0, ("id",), (
+                added[name] = other, store.list(ListQuery(MAX_ID, 0, ("id",), (
                     Filter(field, "eq", (item.id,)),), None))[1]
             else:  # the item this one refers to, or None
                 value = item[self.resource.position[field]]
-                added[name] = store.get(value) if value is not None else None
+                added[name] = other, store.get(value) if value is not None else None
         return added
 
     def check_write(self, item):
@@ -2439,23 +2439,21 @@ def read_related(resource, resources, pairs):
 def related_document(resource, item, related):
     """An item's JSON object with what _embed and _expand add: lists of items, or an item."""
     document = item_document(resource, item)
-    for name, added in related(item).items():
-        other = type(added[0] if isinstance(added, list) and added else added)
-        document[name] = ([item_document(other.resource, each) for each in added]
+    for name, (other, added) in related(item).items():
+        document[name] = ([item_document(other, each) for each in added]
                           if isinstance(added, list) else
-                          None if added is None else item_document(other.resource, added))
+                          None if added is None else item_document(other, added))
     return document
 
 
 def related_element(resource, item, related):
     """An item's XML element with what _embed and _expand add: <todos> of <todo>s, a <user>."""
     element = item_element(resource, item)
-    for name, added in related(item).items():
+    for name, (other, added) in related(item).items():
         if isinstance(added, list):
-            element.append(xml_element(name, {}, [item_element(type(each).resource, each)
-                                                  for each in added]))
+            element.append(xml_element(name, {}, [item_element(other, each) for each in added]))
         elif added is not None:
-            element.append(item_element(type(added).resource, added))
+            element.append(item_element(other, added))
     return element
 
 
