@@ -1032,6 +1032,22 @@ def test_a_broken_db_json_on_the_command_line_exits_2(tmp_path):
     assert len(err.splitlines()) == 1 and "posts" in err
 
 
+def test_an_empty_collection_and_an_empty_object_in_a_db_json_are_served(tmp_path):
+    # json-server's starting files often hold "posts": [] to be filled from the front end
+    running = start_server(load=write_db_json(tmp_path, {"posts": [], "settings": {}}))
+    try:
+        assert call(running, "GET", "/posts").json() == []
+        assert call(running, "GET", "/settings").json() == {}
+        problem = assert_problem(call(running, "POST", "/posts", {"title": "x"}), 422)
+        assert [error["field"] for error in problem["errors"]] == ["title"]
+        assert post(running, "/posts", {}) == {"id": 1}
+        document = call(running, "GET", "/openapi.json")
+        assert document.status == 200
+        assert {"/posts", "/posts/{id}", "/settings"} <= set(document.json()["paths"])
+    finally:
+        stop_server(running)
+
+
 def test_reset_brings_back_what_a_db_json_started_with(tmp_path):
     path = write_db_json(tmp_path, DB_JSON)
     running = start_server(load=path)
