@@ -510,6 +510,22 @@ def test_the_list_counts_the_matches(listed):
         '</todos?userId=1&limit=1&offset=1>; rel="next"')
 
 
+@pytest.mark.parametrize("kind", KINDS)
+def test_text_operators_take_their_value_literally_and_ignore_case_as_casefold(
+        kind, tmp_path_factory):
+    running = serve(kind, tmp_path_factory)
+    try:
+        for title in ("100% done", "a_b", "Stra\u00dfe", "plain"):
+            post(running, "/todos", {"title": title})
+        table = {"title_like=%25": [1], "title_like=_": [2], "title:contains=_": [2],
+                 "title:startsWith=%25": [], "title_like=STRASSE": [3], "q=STRASSE": [3],
+                 "title:endsWith=SSE": [3], "title:startsWith=A_": [2],
+                 "title=%C3%9F": [], "title:eq=a_b": [2], "title_ne=a_b": [1, 3, 4]}
+        assert answers(running, "/todos", table) == table
+    finally:
+        stop_server(running)
+
+
 def test_json_server_1_pages_are_an_object(listed):
     reply = call(listed, "GET", "/todos?_page=1&_per_page=2")
     assert reply.status == 200
@@ -987,6 +1003,14 @@ def test_a_singular_resource_is_replaced_and_patched_with_if_match(loaded):
     assert (patch.status, patch.json()) == (200, {"name": "Grace"})
     problem = assert_problem(call(loaded, "PUT", "/profile", {}), 422)  # every key it had
     assert [error["field"] for error in problem["errors"]] == ["name"]
+
+
+def test_a_singular_resource_has_no_id_so_an_id_in_its_body_is_422(loaded):
+    before = call(loaded, "GET", "/profile").json()
+    for method in ("PUT", "PATCH"):
+        problem = assert_problem(call(loaded, method, "/profile", dict(before, id=1)), 422)
+        assert [error["field"] for error in problem["errors"]] == ["id"]
+    assert call(loaded, "GET", "/profile").json() == before
 
 
 @pytest.mark.parametrize("method", ["POST", "DELETE"])
