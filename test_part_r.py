@@ -963,6 +963,51 @@ def test_a_json_field_round_trips_through_xml(loaded):
     assert call(loaded, "GET", "/posts/1").json() == POST_1
 
 
+DOCS = Resource("docs", [Field("body", "json"), Field("name", "string")])
+
+
+@pytest.fixture(scope="module")
+def documents():
+    """A resource with a json field, declared in Python."""
+    running = start_server(resources=[USERS, DOCS])
+    yield running
+    stop_server(running)
+
+
+def test_a_json_field_in_xml_is_read_by_its_type_attributes(documents):
+    body = ('<doc><body type="object"><n type="number">2</n><b type="boolean">true</b>'
+            '<z type="null"/><l type="array"><item>x</item><item type="number">1.5</item></l>'
+            '<s>t</s><e type="object"/></body></doc>')
+    reply = call(documents, "POST", "/docs", body, XML_BODY)
+    assert reply.status == 201
+    assert reply.json()["body"] == {"n": 2, "b": True, "z": None, "l": ["x", 1.5], "s": "t",
+                                    "e": {}}
+
+
+@pytest.mark.parametrize("leaf", ['<body type="number">x</body>',
+                                  '<body type="boolean">yes</body>',
+                                  '<body type="date">2024-01-01</body>'])
+def test_a_json_leaf_in_xml_that_is_not_its_type_is_422(documents, leaf):
+    reply = call(documents, "POST", "/docs", "<doc>%s</doc>" % leaf, XML_BODY)
+    problem = assert_problem(reply, 422)
+    assert [error["field"] for error in problem["errors"]] == ["body"]
+
+
+def test_a_json_key_that_is_not_an_xml_name_is_kept_in_json_and_422_in_xml(documents):
+    value = {"1st": 2, "a b": 3}
+    reply = call(documents, "POST", "/docs", {"body": value}, XML_HEADERS)
+    problem = assert_problem(reply, 422, "xml")
+    assert [error["field"] for error in problem["errors"]] == ["body"]
+    created = post(documents, "/docs", {"body": value})
+    assert created["body"] == value
+    reply = call(documents, "GET", "/docs/%d" % created["id"], headers=XML_HEADERS)
+    assert reply.status != 500
+    if reply.status == 200:  # whatever it answers in XML is XML
+        ElementTree.fromstring(reply.body)
+    else:
+        assert_problem(reply, reply.status, "xml")
+
+
 def test_a_db_json_reference_gives_nested_routes_embed_and_expand(loaded):
     assert call(loaded, "GET", "/posts/1/comments").json() == COMMENTS[:2]
     assert call(loaded, "GET", "/posts/2?_embed=comments").json() == dict(
