@@ -24,7 +24,7 @@ import rest_users
 from rest_users import Field, Resource, USERS
 from test_rest_users import (HERE, JSON_TYPE, KEY, XML_TYPE, assert_problem,
                              browser, call, failed_start, options_for,
-                             port_of, run_service, start_server, stop_server)
+                             port_of, resolve, run_service, start_server, stop_server)
 
 assert browser  # a fixture: imported for the explorer's test
 
@@ -1276,6 +1276,109 @@ def test_the_api_description_has_todos_under_their_own_tag(listed):
     assert schema["xml"] == {"name": "todo"}
     assert "title" in schema["required"]
     assert "/users/{id}/todos" in document["paths"]
+
+
+JSON_KINDS = {"object": dict, "array": list, "string": str, "integer": int,
+              "number": (int, float), "boolean": bool, "null": type(None)}
+
+
+def schema_errors(document, schema, value, where="body"):
+    """What in value breaks the JSON Schema types, required keys and properties of the
+    document (test_rest_users.py's checks of users go further: lengths and patterns)."""
+    schema = resolve(document, schema)
+    kinds = schema.get("type")
+    kinds = [kinds] if isinstance(kinds, str) else kinds or list(JSON_KINDS)  # none: any
+    if not any(isinstance(value, JSON_KINDS[kind]) and (kind == "boolean") == isinstance(
+            value, bool) for kind in kinds):
+        return ["%s: %r is not %s" % (where, value, " or ".join(kinds))]
+    errors = []
+    if isinstance(value, dict) and "object" in kinds:
+        errors += ["%s: %s missing" % (where, key) for key in schema.get("required", [])
+                   if key not in value]
+        for key, item in value.items():
+            if key in schema.get("properties", {}):
+                errors += schema_errors(document, schema["properties"][key], item,
+                                        where + "." + key)
+            elif schema.get("additionalProperties") is False:
+                errors.append("%s: %s not allowed" % (where, key))
+    if isinstance(value, list) and "items" in schema:
+        for index, item in enumerate(value):
+            errors += schema_errors(document, schema["items"], item, "%s[%d]" % (where, index))
+    return errors
+
+
+def check_against_openapi(document, path, method, reply, status):
+    """The reply has the status expected, the document declares that status for the
+    operation, and the reply's headers and JSON body are as it describes."""
+    assert reply.status == status, (path, method, reply.status, reply.body)
+    response = document["paths"][path][method.lower()]["responses"].get(str(status))
+    assert response is not None, (path, method, status)
+    for name in response.get("headers", {}):
+        if name != "WWW-Authenticate":
+            assert name in reply.headers, (path, method, reply.status, name)
+    media_type = reply.headers.get("Content-Type", "").split(";")[0]
+    if reply.body:
+        assert media_type in response["content"], (path, method, reply.status, media_type)
+        if media_type.endswith("json"):
+            schema = response["content"][media_type]["schema"]
+            assert schema_errors(document, schema, reply.json()) == [], (path, method)
+
+
+def test_every_todo_response_matches_the_api_description(server):
+    document = call(server, "GET", "/openapi.json").json()
+    item = "/todos/%d" % post(server, "/todos", {"title": "Described", "userId": 1})["id"]
+    owner = post(server, "/users", {"name": "Owner", "email": "described@example.com"})
+    exchanges = [
+        ("/todos", "POST", "/todos", {"title": "Doc"}, {}, 201),
+        ("/todos", "POST", "/todos", {"title": 3}, {}, 422),
+        ("/todos", "POST", "/todos", {"title": "x", "userId": 9}, {}, 422),
+        ("/todos", "GET", "/todos?limit=2&sort=-id&done=false", None, {}, 200),
+        ("/todos", "GET", "/todos?done=maybe", None, {}, 400),
+        ("/todos", "HEAD", "/todos", None, {}, 200),
+        ("/todos", "OPTIONS", "/todos", None, {}, 204),
+        ("/todos/{id}", "GET", item, None, {}, 200),
+        ("/todos/{id}", "GET", item, None, {"If-None-Match": "*"}, 304),
+        ("/todos/{id}", "GET", "/todos/999999", None, {}, 404),
+        ("/todos/{id}", "PUT", item, {"title": "Doc", "done": True}, {}, 200),
+        ("/todos/{id}", "PUT", item, {"title": "Doc"}, {"If-Match": '"0"'}, 412),
+        ("/todos/{id}", "PATCH", item, {"userId": None}, {}, 200),
+        ("/todos/{id}", "PATCH", item, {"nope": 1}, {}, 422),
+        ("/users/{id}/todos", "GET", "/users/1/todos", None, {}, 200),
+        ("/users/{id}/todos", "POST", "/users/%d/todos" % owner["id"], {"title": "N"}, {}, 201),
+        ("/users/{id}", "DELETE", "/users/%d" % owner["id"], None, {}, 409),
+        ("/todos/{id}", "DELETE", item, None, {}, 200),
+        ("/users/{id}/todos", "GET", "/users/999999/todos", None, {}, 404),
+    ]
+    for path, method, target, body, headers, status in exchanges:
+        check_against_openapi(document, path, method, call(server, method, target, body, headers),
+                              status)
+
+
+def test_every_db_json_response_matches_the_api_description(tmp_path):
+    running = start_server(load=write_db_json(tmp_path, DB_JSON))
+    try:
+        document = call(running, "GET", "/openapi.json").json()
+        assert {tag["name"] for tag in document["tags"]} >= {"users", "posts", "comments",
+                                                               "profile"}
+        exchanges = [
+            ("/posts", "GET", "/posts", None, {}, 200),
+            ("/posts/{id}", "GET", "/posts/1", None, {}, 200),
+            ("/posts", "POST", "/posts", {"title": "t", "views": 1, "userId": 1}, {}, 201),
+            ("/comments", "GET", "/comments?postId=1", None, {}, 200),
+            ("/posts/{id}", "DELETE", "/posts/1", None, {}, 409),
+            ("/profile", "GET", "/profile", None, {}, 200),
+            ("/profile", "PUT", "/profile", {"name": "Ada"}, {}, 200),
+            ("/profile", "PATCH", "/profile", {"name": 3}, {}, 422),
+            ("/users/{id}", "GET", "/users/1", None, {}, 200),
+        ]
+        for path, method, target, body, headers, status in exchanges:
+            check_against_openapi(document, path, method,
+                                  call(running, method, target, body, headers), status)
+        for method, operation in document["paths"]["/profile"].items():
+            if method != "parameters":
+                assert operation["tags"] == ["profile"], method
+    finally:
+        stop_server(running)
 
 
 def test_with_a_key_the_description_marks_todos_as_keyed(keyed):
