@@ -945,6 +945,34 @@ def test_a_db_json_infers_types_for_filters_and_sorts(loaded):
     assert [error["field"] for error in problem["errors"]] == ["views"]
 
 
+def test_a_db_json_field_is_required_only_when_every_item_has_a_value(loaded):
+    problem = assert_problem(call(loaded, "PUT", "/posts/2", {"views": 1, "userId": 1}), 422)
+    assert problem["errors"] == [{"field": "title", "message": "is required"}]
+    reply = call(loaded, "PUT", "/posts/2", {"title": "another title", "views": 200,
+                                             "userId": 1})  # no meta: it is optional
+    assert (reply.status, reply.json()) == (200, POST_2)
+
+
+@pytest.mark.parametrize("body, field", [
+    ({"title": "t", "views": 1.5, "userId": 1}, "views"),  # every value was written as digits
+    ({"title": "x" * 10001, "views": 1, "userId": 1}, "title"),
+    ({"title": "t", "views": 1, "userId": "1"}, "userId")])
+def test_a_db_json_fields_type_is_read_off_its_values(loaded, body, field):
+    problem = assert_problem(call(loaded, "POST", "/posts", body), 422)
+    assert [error["field"] for error in problem["errors"]] == [field]
+
+
+def test_one_value_with_a_fraction_makes_a_db_json_key_a_number(tmp_path):
+    running = start_server(load=write_db_json(tmp_path, {"items": [
+        {"id": 1, "price": 100}, {"id": 2, "price": 2.5}, {"id": 3, "price": 1e1}]}))
+    try:
+        assert ids(call(running, "GET", "/items?price_gte=5")) == [1, 3]
+        assert ids(call(running, "GET", "/items?_sort=price")) == [2, 3, 1]
+        assert post(running, "/items", {"price": 0.5}) == {"id": 4, "price": 0.5}
+    finally:
+        stop_server(running)
+
+
 def test_a_json_field_is_neither_filtered_nor_sorted(loaded):
     for query in ("meta=1", "_sort=meta", "meta_ne=1", "meta:eq=1"):
         problem = assert_problem(call(loaded, "GET", "/posts?" + query), 400)
