@@ -270,6 +270,29 @@ def test_a_missing_todo_is_404_naming_the_todo(server, method):
     assert problem["detail"] == "There is no todo with id 98765."
 
 
+def test_a_missing_todo_in_xml_is_an_xml_problem_naming_the_todo(server):
+    reply = call(server, "GET", "/todos/98765", headers=XML_HEADERS)
+    problem = assert_problem(reply, 404, "xml")
+    assert problem["detail"] == "There is no todo with id 98765."
+
+
+PEOPLE = Resource("people", [Field("name", "string", required=True)], item="person")
+
+
+def test_a_named_item_names_the_xml_and_the_messages():
+    running = start_server(resources=[USERS, PEOPLE])
+    try:
+        post(running, "/people", {"name": "Ada"})
+        assert call(running, "GET", "/people", headers=XML_HEADERS).body == (
+            b"<people><person><id>1</id><name>Ada</name></person></people>")
+        problem = assert_problem(call(running, "GET", "/people/9"), 404)
+        assert problem["detail"] == "There is no person with id 9."
+        problem = assert_problem(call(running, "POST", "/people", {}), 422)
+        assert problem["detail"] == "The person is not valid; see the errors for name."
+    finally:
+        stop_server(running)
+
+
 @pytest.mark.parametrize("path", ["/todos/01", "/todos/-1", "/todos/x", "/todos/1/users",
                                   "/todosX", "/todos/99999999999999999999"])
 def test_a_path_that_names_no_route_is_404(server, path):
@@ -608,6 +631,22 @@ def test_a_file_from_the_release_before_keeps_its_users_and_gains_todos(tmp_path
             "SELECT name FROM sqlite_master WHERE type = 'table'")}
     connection.close()
     assert {"users", "todos"} <= tables
+
+
+def test_a_file_from_the_release_before_keeps_its_users_and_gains_a_db_jsons_others(tmp_path):
+    db = str(tmp_path / "users.db")
+    before = todays_release(tmp_path).make_server("127.0.0.1", 0, db=db, quiet=True)
+    before.store.create({"name": "Ada", "email": "ada@example.com"})
+    before.store.create({"name": "Grace", "email": "grace@example.com"})
+    before.server_close()
+    running = start_server(db=db, load=write_db_json(tmp_path, DB_JSON))
+    try:
+        assert call(running, "GET", "/users").json() == [dict(ADA, phone=None),
+                                                          dict(GRACE, phone=None)]
+        assert call(running, "GET", "/posts").json() == [POST_1, POST_2]
+        assert call(running, "GET", "/comments").json() == COMMENTS
+    finally:
+        stop_server(running)
 
 
 def test_todos_in_a_file_come_back_typed_after_a_restart(tmp_path):
