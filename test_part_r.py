@@ -126,7 +126,8 @@ def test_a_collection_not_ending_in_s_needs_its_item_named():
 
 def test_running_serves_the_resources_it_is_given():
     with rest_users.running(resources=BOTH) as base_url:
-        reply = call(Port(int(base_url.rsplit(":", 1)[1])), "POST", "/todos", {"title": "Buy milk"})
+        served = Port(int(base_url.rsplit(":", 1)[1]))
+        reply = call(served, "POST", "/todos", {"title": "Buy milk"})
     assert (reply.status, reply.json()) == (201, todo(1, "Buy milk"))
 
 
@@ -294,10 +295,12 @@ def test_a_named_item_names_the_xml_and_the_messages():
 
 
 @pytest.mark.parametrize("path", ["/todos/01", "/todos/-1", "/todos/x", "/todos/1/users",
-                                  "/todosX", "/todos/99999999999999999999"])
-def test_a_path_that_names_no_route_is_404(server, path):
+                                  "/todosX", "/todos/99999999999999999999", "/users/1/todos/1",
+                                  "/users/x/todos"])
+def test_a_path_that_names_no_route_is_404_naming_every_resource(server, path):
     problem = assert_problem(call(server, "GET", path), 404)
-    assert path in problem["detail"]
+    assert problem["detail"] == ("There is nothing at %s; the users are at /users and the "
+                                 "todos are at /todos." % path)
 
 
 # -- both formats ------------------------------------------------------------------------
