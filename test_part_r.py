@@ -603,7 +603,7 @@ def test_a_field_todos_do_not_have_is_400_naming_it(listed, query, parameter):
 
 # -- SQLite: one file, a table per resource ---------------------------------------------
 
-def todays_release(tmp_path):
+def release_before(tmp_path):
     """rest_users.py as it was before resources were declared, imported as a module."""
     source = subprocess.check_output(["git", "show", "9a46a93:rest_users.py"], cwd=HERE)
     path = tmp_path / "rest_users_before.py"
@@ -616,7 +616,7 @@ def todays_release(tmp_path):
 
 def test_a_file_from_the_release_before_keeps_its_users_and_gains_todos(tmp_path):
     db = str(tmp_path / "users.db")
-    before = todays_release(tmp_path).make_server("127.0.0.1", 0, db=db, quiet=True)
+    before = release_before(tmp_path).make_server("127.0.0.1", 0, db=db, quiet=True)
     before.store.create({"name": "Ada", "email": "ada@example.com"})
     before.store.create({"name": "Grace", "email": "grace@example.com"})
     before.server_close()
@@ -638,7 +638,7 @@ def test_a_file_from_the_release_before_keeps_its_users_and_gains_todos(tmp_path
 
 def test_a_file_from_the_release_before_keeps_its_users_and_gains_a_db_jsons_others(tmp_path):
     db = str(tmp_path / "users.db")
-    before = todays_release(tmp_path).make_server("127.0.0.1", 0, db=db, quiet=True)
+    before = release_before(tmp_path).make_server("127.0.0.1", 0, db=db, quiet=True)
     before.store.create({"name": "Ada", "email": "ada@example.com"})
     before.store.create({"name": "Grace", "email": "grace@example.com"})
     before.server_close()
