@@ -334,7 +334,8 @@ class UsersHandler(BaseHTTPRequestHandler):
         inside the store."""
         def changed_fields(current):
             self.check_if_match(current)
-            fields = validate(self.resource, pairs, path_id=item_id, partial=partial)
+            fields = validate(self.resource, pairs, partial=partial,
+                              path_id=None if self.resource.singular else item_id)
             self.check_write(current._replace(**fields))
             return fields
         self.send_item(HTTPStatus.OK, self.store.update(item_id, changed_fields))
@@ -365,7 +366,15 @@ class UsersHandler(BaseHTTPRequestHandler):
         return self.resource.path
 
     def check_write(self, item):
-        """A write's checks after its fields' (Appendix C checks its references): none here."""
+        """A write's checks after its fields' (Appendix C checks its references): an answer
+        in XML needs a json field's keys to be element names."""
+        bad = [name for name in self.resource.described if self.format is not JSON
+               and not has_xml_names(item[self.resource.position[name]])]
+        if bad:
+            raise ApiError(HTTPStatus.UNPROCESSABLE_ENTITY, "The %s is not valid; see the "
+                           "errors for %s." % (self.resource.item, ", ".join(bad)), errors=[
+                               (name, "has a key that is not an XML name, so XML cannot carry "
+                                      "it; ask for JSON") for name in bad])
 
     def check_delete(self, item):
         """A delete's checks: If-Match (Appendix C adds that no item refers to it)."""
@@ -520,9 +529,10 @@ ASCII_LOWERCASE = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
 WHITE_SPACE = re.compile(r"\s")  # the characters str.isspace() takes
 
 
-def email_key(email):
-    """The email as uniqueness sees it: ASCII letters folded to lower case, as SQLite's NOCASE."""
-    return email.translate(ASCII_LOWERCASE)
+def caseless_key(text):
+    """Text as a caseless field compares it (an email): ASCII letters folded to lower case,
+    as SQLite's NOCASE folds them."""
+    return text.translate(ASCII_LOWERCASE)
 
 
 def printable(text):
@@ -585,7 +595,8 @@ def check_boolean(value):
 
 
 TYPE_CHECKS = {"string": check_text, "integer": check_integer, "number": check_number,
-               "boolean": check_boolean, "json": lambda value: None}  # json: any JSON value
+               "boolean": check_boolean, "json": lambda value: (  # json: any JSON value
+                   "must be JSON, not " + describe(value) if isinstance(value, XmlValue) else None)}
 
 # The same rules as JSON Schema patterns, for the API description: no control characters
 # or non-characters; a name not only white space (Python's str.isspace() counts U+0085 as
@@ -616,9 +627,6 @@ class Field:
         self.searched = type == "string" if searched is None else searched
         self.max_length, self.check, self.example, self.fake = max_length, check, example, fake
         self.schema = field_schema(self, schema or {})
-
-    def __repr__(self):
-        return "Field(%r, %r)" % (self.name, self.type)
 
 
 def field_schema(field, more):
@@ -658,9 +666,6 @@ class Resource:
         self.sort_keys = tuple(sign + name for name in self.sorted_by for sign in ("", "-"))
         self.list_parameters = (("limit", "offset", "sort") + self.sorted_by[1:]  # a filter
                                 + ("q",))  # per field
-
-    def __repr__(self):
-        return "Resource(%r)" % self.collection
 
 
 # --fake-users: 64 given names times 64 family names, then again with a middle initial
@@ -720,7 +725,7 @@ def a_or_an(word):
 
 def in_words(names, conjunction="and"):
     """Names as a sentence lists them: "name and email", "name, email and phone"."""
-    return (" %s " % conjunction).join(filter(None, [", ".join(names[:-1]), names[-1]]))
+    return (" %s " % conjunction).join(filter(None, [", ".join(names[:-1])] + list(names[-1:])))
 
 
 def check_id(value, path_id):
@@ -748,8 +753,8 @@ def check_field(resource, name, value, path_id):
         return check_id(value, path_id)
     field = resource.fields_by_name.get(name)
     if field is None:
-        return "is not a field of %s; the fields are %s" % (
-            a_or_an(resource.item), in_words(resource.field_names))
+        return "is not a field of %s; %s" % (a_or_an(resource.item), "the fields are " + in_words(
+            resource.field_names) if resource.fields else "it has none")
     if value is None and not field.required and field.default is NO_DEFAULT:
         return None  # an optional field's none: left out, or removed by a merge patch
     return check_value(field, value)
@@ -794,7 +799,7 @@ Filter = namedtuple("Filter", "field test values")
 def unique_key(field, value):
     """A unique field's value as uniqueness sees it: ignoring ASCII case, as SQLite's NOCASE
     does, where the field says so."""
-    return email_key(value) if field.ignores_case else value
+    return caseless_key(value) if field.ignores_case else value
 
 
 class MemoryStore:
@@ -843,7 +848,7 @@ class MemoryStore:
     def passes_filter(self, value, field, test, values):
         """Whether a field passes a Filter: here eq, one of the values (email: any ASCII case)."""
         if field in self.resource.caseless and value is not None:
-            return email_key(value) in [email_key(each) for each in values]
+            return caseless_key(value) in [caseless_key(each) for each in values]
         return value in values
 
     def create(self, fields, write=True, check=None):
@@ -923,11 +928,6 @@ def has_text(resource, item, text):
                if isinstance(value, str))
 
 
-def selects_everyone(query):
-    """Whether every item passes the query: it has no Filter and no q."""
-    return not query.filters and query.q is None
-
-
 def sort_value(resource, name):
     """The sort key of a field: its value, where None (an optional field's none) comes
     first, as NULL does in SQLite."""
@@ -988,6 +988,17 @@ def add_xml_value(parent, name, value, described=False):
             child.set("type", "boolean" if isinstance(value, bool) else "number")
 
 
+XML_NAME = re.compile(r"(?!xml)[^\W\d][\w.-]*", re.IGNORECASE)  # what an element may be named
+
+
+def has_xml_names(value):
+    """Whether every key of a json field's value (at any depth) can name an XML element."""
+    if isinstance(value, dict):
+        return all(XML_NAME.fullmatch(key) and has_xml_names(member)
+                   for key, member in value.items())
+    return all(map(has_xml_names, value)) if isinstance(value, list) else True
+
+
 def json_text(value):
     """A value that is not a string, as JSON writes it: true, 3, 2.5."""
     return JSON_ENCODER.encode(value)
@@ -1000,7 +1011,12 @@ def item_document(resource, item):
 
 
 def item_element(resource, item):
-    """One item as an XML element: <user><id>1</id><name>Ada</name>...</user>."""
+    """One item as an XML element: <user><id>1</id><name>Ada</name>...</user>; a 406 when a
+    json field has a key that cannot name an element (JSON can carry it)."""
+    for name in resource.described:
+        if not has_xml_names(item[resource.position[name]]):
+            raise ApiError(HTTPStatus.NOT_ACCEPTABLE, "The %s's %s has a key that is not an "
+                           "XML name, so XML cannot carry it; ask for JSON." % (resource.item, name))
     return xml_element(resource.item, item_document(resource, item), (), resource.described)
 
 
@@ -1149,7 +1165,10 @@ class ItemXmlReader:
         if self.nil:
             return None
         if self.tree is not None:
-            return json_from_xml(self.tree.close())
+            try:
+                return json_from_xml(self.tree.close())
+            except ValueError as error:  # a leaf its type attribute cannot read
+                return XmlValue(str(error))
         if self.nested:
             return NESTED
         text = "".join(self.text)
@@ -1180,10 +1199,11 @@ def json_from_xml(element):
         return [json_from_xml(child) for child in element]
     if kind == "object":
         return {child.tag: json_from_xml(child) for child in element}
-    if kind in ("number", "boolean"):
-        value = xml_typed(Field("", kind if kind == "boolean" else "number"), text)
-        return value if not isinstance(value, XmlValue) else text
-    return NESTED if len(element) else text
+    value = xml_typed(Field("", kind), text) if kind in ("number", "boolean") else text
+    if kind not in (None, "number", "boolean") or isinstance(value, XmlValue) or len(element):
+        raise ValueError("an element of type %s holding %s" % (
+            kind or "string", "elements" if len(element) else json.dumps(text)))
+    return value
 
 
 def read_xml_fields(text, resource):
@@ -3847,7 +3867,8 @@ class OpenApiHandler(UsersHandler):
     def get_openapi(self):
         """GET /openapi.json: the document of the routes this handler serves, which says
         whether the API key is needed."""
-        document = openapi_document(self.server.routes, auth=self.server.api_key is not None)
+        document = openapi_document(self.server.routes, auth=self.server.api_key is not None,
+                                    keyed_paths=self.server.keyed_paths)
         self.respond(HTTPStatus.OK, json_bytes(document), JSON_TYPE)
 
 
@@ -3862,10 +3883,15 @@ def resource_tag(resource):
             "description": "The %s: %s" % (resource.collection, what)}
 
 
-def openapi_document(routes, auth):
-    """The OpenAPI 3.1 description of these routes; `auth` when the service has an API key."""
+def openapi_document(routes, auth, keyed_paths=None):
+    """The OpenAPI 3.1 description of these routes; `auth` when the service has an API key,
+    which the paths under keyed_paths need (the handler's: its resources' by default)."""
     resources = list(dict.fromkeys(found.resource for found in routes if found.resource))
-    paths = {found.path: path_item(found, auth, resources) for found in routes}
+    if keyed_paths is None:
+        keyed_paths = OpenApiHandler.keyed_paths(resources)
+    paths = {found.path: path_item(found, auth and any(
+        is_under(found.path.partition("{")[0].rstrip("/") or "/", keyed)
+        for keyed in keyed_paths), resources) for found in routes}
     tags = {operation["tags"][0] for operation in operations_in(paths)}
     served = in_words([resource.collection for resource in resources])
     return {
@@ -3926,11 +3952,11 @@ def options_of(found, resources):
         words.tag, describe_action("optionsList" if listed else "optionsItem", words))
 
 
-def action_operation(entry, auth):
-    """The operation an entry of OPERATIONS describes: behind the key when its problems
-    include a 401 and the service has a key."""
-    keyed = auth and "401" in entry.problems
+def action_operation(entry, keyed):
+    """The operation an entry of OPERATIONS describes, behind the key (and its 401) when
+    its path needs the key, as the handler decides (keyed_paths)."""
     problems = [code for code in entry.problems if keyed or code != "401"]
+    problems += ["401"] if keyed and "401" not in problems else []
     return operation(entry.operation_id, entry.summary, responses(entry.answers, *problems),
                      auth=keyed, tag=entry.tag, parameters=entry.parameters, body=entry.body,
                      description=entry.description)
@@ -4022,7 +4048,7 @@ def item_success(words, status, description, *extra_headers):
 def fields_in_words(resource):
     """A resource's fields as a sentence names them, the optional ones marked so."""
     return in_words([field.name + ("" if field.required else " (optional)")
-                     for field in resource.fields])
+                     for field in resource.fields]) or "fields (it has none)"
 
 
 class Words:
@@ -4031,6 +4057,7 @@ class Words:
 
     def __init__(self, resource, parent=None, resources=()):
         self.referred = bool(referrers(resource, resources))  # a delete may be a 409
+        self.nested = ("404",) if parent else ()  # the parent may not be there
         prefix = camel_case(re.findall("[A-Za-z0-9]+", parent[0].item)) if parent else ""
         self.resource, self.path, self.tag = resource, resource.path, resource.collection
         self.items, self.item, self.fields = resource.collection, resource.item, (
@@ -4206,12 +4233,12 @@ RESOURCE_OPERATIONS = {  # a resource's action -> what the document says of it, 
         "list" + w.Items, "List %s, a page at a time" % w.items, w.tag, {"200": {
             "description": "A page of " + w.items, "content": body_content(json_schema_ref(
                 w.Schema + "List")), "headers": header_refs("X-Total-Count", "Link", "Vary")}},
-        ("400", "401", "503", "406"), parameters=list_parameters(w.resource),
+        ("400", "401", "503", "406") + w.nested, parameters=list_parameters(w.resource),
         head=("head" + w.Items, "The list's headers", describe_action("headList", w)),
         description=describe_action("list", w)),
     "create": lambda w: described(
         "create" + w.Item, "Create " + a_or_an(w.item), w.tag,
-        item_success(w, "201", "Created", "Location"), BODY_PROBLEMS,
+        item_success(w, "201", "Created", "Location"), BODY_PROBLEMS + w.nested,
         body=body_content(json_schema_ref("New" + w.Schema)),
         description=describe_action("create", w)),
     "retrieve": lambda w: described(
@@ -4494,6 +4521,11 @@ class FastHandler(EdgeHandler):
     def log_date_time_string(self):
         """Replaces http.server's: the time in a log line, formatted once a second."""
         return log_date(int(time.time()))
+
+
+def selects_everyone(query):
+    """Whether every item passes the query: it has no Filter and no q."""
+    return not query.filters and query.q is None
 
 
 class FastMemoryStore(ResettableMemoryStore):
