@@ -603,10 +603,11 @@ def test_a_field_todos_do_not_have_is_400_naming_it(listed, query, parameter):
 
 # -- SQLite: one file, a table per resource ---------------------------------------------
 
-def release_before(tmp_path):
+@pytest.fixture(scope="module")
+def release_before(tmp_path_factory):
     """rest_users.py as it was before resources were declared, imported as a module."""
     source = subprocess.check_output(["git", "show", "9a46a93:rest_users.py"], cwd=HERE)
-    path = tmp_path / "rest_users_before.py"
+    path = tmp_path_factory.mktemp("before") / "rest_users_before.py"
     path.write_bytes(source)
     spec = importlib.util.spec_from_file_location("rest_users_before", str(path))
     module = importlib.util.module_from_spec(spec)
@@ -614,9 +615,9 @@ def release_before(tmp_path):
     return module
 
 
-def test_a_file_from_the_release_before_keeps_its_users_and_gains_todos(tmp_path):
+def test_a_file_from_the_release_before_keeps_its_users_and_gains_todos(tmp_path, release_before):
     db = str(tmp_path / "users.db")
-    before = release_before(tmp_path).make_server("127.0.0.1", 0, db=db, quiet=True)
+    before = release_before.make_server("127.0.0.1", 0, db=db, quiet=True)
     before.store.create({"name": "Ada", "email": "ada@example.com"})
     before.store.create({"name": "Grace", "email": "grace@example.com"})
     before.server_close()
@@ -636,9 +637,10 @@ def test_a_file_from_the_release_before_keeps_its_users_and_gains_todos(tmp_path
     assert {"users", "todos"} <= tables
 
 
-def test_a_file_from_the_release_before_keeps_its_users_and_gains_a_db_jsons_others(tmp_path):
+def test_a_file_from_the_release_before_keeps_its_users_and_gains_a_db_jsons_others(
+        tmp_path, release_before):
     db = str(tmp_path / "users.db")
-    before = release_before(tmp_path).make_server("127.0.0.1", 0, db=db, quiet=True)
+    before = release_before.make_server("127.0.0.1", 0, db=db, quiet=True)
     before.store.create({"name": "Ada", "email": "ada@example.com"})
     before.store.create({"name": "Grace", "email": "grace@example.com"})
     before.server_close()
