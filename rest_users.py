@@ -2768,7 +2768,8 @@ class FakeApi:
         else:
             entries = [list(user.items()) if isinstance(user, dict) else user
                        for user in users or []]
-            self.items = {"users": items_from_entries(self.resource("users"), entries, "users=")}
+            self.items = {"users": items_from_entries(self.resource("users"), entries,
+                                                      "users=")} if entries else {}
 
     def resource(self, collection):
         """The resource of a collection that is served; a ValueError if none is."""
@@ -4885,6 +4886,7 @@ EXAMPLES = """examples:
   python rest_users.py --cors http://localhost:5173  a front end on Vite's port may call it
   python rest_users.py --fake-users 1000 --delay 100-500 --fail-rate 0.1
                                                      a fake API: slow, failing at times
+  python rest_users.py --load db.json                json-server's db.json: posts, comments...
 """
 
 
@@ -4933,7 +4935,9 @@ def add_fake_api_arguments(parser):
                            "users on every run")
     fake.add_argument("--load", metavar="FILE",
                       help="start with the users in a JSON array, as --load users.json "
-                           "([{\"name\": \"Ada\", \"email\": \"ada@example.com\"}], ids optional)")
+                           "([{\"name\": \"Ada\", \"email\": \"ada@example.com\"}], ids optional), "
+                           "or with the resources of json-server's db.json ({\"posts\": [...], "
+                           "\"profile\": {...}})")
 
 
 def startup_note(options, server, environment):
