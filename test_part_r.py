@@ -23,10 +23,10 @@ import pytest
 import rest_users
 from rest_users import Field, Resource, USERS
 from test_rest_users import (HERE, JSON_TYPE, KEY, XML_TYPE, assert_problem,
-                             browser, call, failed_start, options_for,
+                             browser, call, failed_start, fast_thread_switching, options_for,
                              port_of, resolve, run_service, start_server, stop_server)
 
-assert browser  # a fixture: imported for the explorer's test
+assert browser and fast_thread_switching  # fixtures, imported for the tests that use them
 
 # A learner's second resource, declared in 5 lines: nothing else in the service is edited.
 TODOS = Resource("todos", [
@@ -834,6 +834,33 @@ def test_a_nested_lists_links_lead_to_the_same_users_pages(listed):
     reply = call(listed, "GET", "/users/1/todos?limit=1")
     following = re.search(r'<([^>]*)>; rel="next"', reply.headers["Link"]).group(1)
     assert call(listed, "GET", following).json() == [listed_todo(4)]
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+def test_a_user_deleted_while_todos_are_made_for_it_leaves_none_pointing_at_nothing(
+        kind, tmp_path_factory, fast_thread_switching):
+    running, statuses = serve(kind, tmp_path_factory), []
+    try:
+        for _ in range(8):
+            path = "/users/%d" % post(running, "/users", {"name": "R", "email": "r@example.com"})[
+                "id"]
+            racers = [threading.Thread(target=lambda: statuses.append(call(
+                running, "DELETE", path).status))]
+            racers += [threading.Thread(target=lambda: statuses.append(call(
+                running, "POST", path + "/todos", {"title": "Raced"}).status)) for _ in range(3)]
+            for racer in racers:
+                racer.start()
+            for racer in racers:
+                racer.join(10)
+            owned = call(running, "GET", "/todos?userId=" + path.rsplit("/", 1)[1]).json()
+            if call(running, "GET", path).status == 404:
+                assert owned == []  # deleted: nothing may still point at it
+            for item in owned:
+                call(running, "DELETE", "/todos/%d" % item["id"])
+            call(running, "DELETE", path)
+    finally:
+        stop_server(running)
+    assert set(statuses) <= {200, 201, 404, 409} and len(statuses) == 32
 
 
 NOTES_OF_USERS = Resource("notes", [Field("text", "string", required=True),
