@@ -1033,6 +1033,17 @@ def test_a_db_json_fields_type_is_read_off_its_values(loaded, body, field):
     assert [error["field"] for error in problem["errors"]] == [field]
 
 
+def test_db_json_items_without_an_id_get_the_ids_after_the_largest(tmp_path):
+    running = start_server(load=write_db_json(tmp_path, {"posts": [
+        {"title": "a"}, {"id": "5", "title": "b"}, {"title": "c"}]}))
+    try:
+        assert call(running, "GET", "/posts").json() == [
+            {"id": 5, "title": "b"}, {"id": 6, "title": "a"}, {"id": 7, "title": "c"}]
+        assert post(running, "/posts", {"title": "d"})["id"] == 8
+    finally:
+        stop_server(running)
+
+
 def test_one_value_with_a_fraction_makes_a_db_json_key_a_number(tmp_path):
     running = start_server(load=write_db_json(tmp_path, {"items": [
         {"id": 1, "price": 100}, {"id": 2, "price": 2.5}, {"id": 3, "price": 1e1}]}))
@@ -1172,6 +1183,7 @@ BROKEN_DB_JSON = [  # (content, words the one line must hold: resource, entry, p
     ({"posts": [{"id": 1, "title": "a"}, "oops"]}, ["post", "2", "object"]),
     ({"posts": [{"id": "x1", "title": "a"}]}, ["post", "1", "id"]),
     ({"posts": [{"id": 1, "title": "a"}, {"id": -2, "title": "b"}]}, ["post", "2", "id"]),
+    ({"posts": [{"id": "1", "title": "a"}, {"id": 1, "title": "b"}]}, ["post", "2", "id 1"]),
     ({"posts": [{"id": 1, "title": "a"}], "comments": [{"id": 1, "postId": 9}]},
      ["comment", "1", "postId", "9"]),
     ({"posts": [{"id": 1, "title": "a"}], "count": 3}, ["count"]),
