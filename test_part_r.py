@@ -358,6 +358,34 @@ def test_an_xml_body_with_another_root_is_400(server):
     assert problem["detail"] == "The XML root element must be <todo>, not <user>."
 
 
+JSON_BODY = {"Content-Type": "application/json"}
+BODY_PROBLEMS = [  # (body, its Content-Type, status, detail, [(field, message)])
+    ("[1]", JSON_BODY, 400, 'The body must be a JSON object, like {"title": ..., "done": ...}.',
+     []),
+    ("", JSON_BODY, 400, "This request needs a todo in its body.", []),
+    ('{"title": "a", "title": "b"}', JSON_BODY, 422, None, [("title", "is given more than once")]),
+    ("<todo><title>a</title><title>b</title></todo>", XML_BODY, 422, None,
+     [("title", "is given more than once")]),
+    ("<todo><title><b>a</b></title></todo>", XML_BODY, 422, None,
+     [("title", "must be a string, not an element with child elements")]),
+    ("<todo><title>a</title><nope>1</nope></todo>", XML_BODY, 422, None,
+     [("nope", "is not a field of a todo; the fields are title, done and userId")]),
+    ('{"title": "a\\u0001"}', JSON_BODY, 422, None,
+     [("title", "must not contain control characters (tab, newline, ...) or non-characters")]),
+]
+
+
+def test_a_todos_body_is_read_with_the_same_rules_as_a_users(server):
+    found, expected = [], []
+    for body, headers, status, detail, errors in BODY_PROBLEMS:
+        problem = call(server, "POST", "/todos", body, headers).json()
+        found.append((problem["status"], problem["detail"], problem.get("errors", [])))
+        fields = ", ".join(field for field, _ in errors)
+        expected.append((status, detail or "The todo is not valid; see the errors for %s."
+                         % fields, [{"field": f, "message": m} for f, m in errors]))
+    assert found == expected
+
+
 # -- the 422s, by type -------------------------------------------------------------------
 
 WHOLE = "must be a whole number"
@@ -999,6 +1027,13 @@ def test_the_startup_note_names_every_resource_served(loaded):
 def test_a_db_json_lists_every_resource_at_the_root(loaded):
     assert call(loaded, "GET", "/").json() == {"users": "/users", "posts": "/posts",
                                                "comments": "/comments", "profile": "/profile"}
+
+
+def test_a_path_that_names_nothing_is_404_saying_where_each_resource_is(loaded):
+    problem = assert_problem(call(loaded, "GET", "/nowhere"), 404)
+    assert problem["detail"] == (
+        "There is nothing at /nowhere; the users are at /users, the posts are at /posts, the "
+        "comments are at /comments and the profile is at /profile.")
 
 
 def test_users_in_a_db_json_gain_its_extra_keys_as_optional_fields(loaded):
