@@ -1038,6 +1038,7 @@ def test_a_path_that_names_nothing_is_404_saying_where_each_resource_is(loaded):
 
 def test_users_in_a_db_json_gain_its_extra_keys_as_optional_fields(loaded):
     assert call(loaded, "GET", "/users/1").json() == dict(ADA, phone="+44 20 7946 0958")
+    assert ids(call(loaded, "GET", "/users?q=7946")) == [1]  # q looks in the gained field too
     problem = assert_problem(call(loaded, "POST", "/users", {"name": "", "email": "x"}), 422)
     assert [error["field"] for error in problem["errors"]] == ["name", "email"]  # checks kept
 
