@@ -373,8 +373,8 @@ class UsersHandler(BaseHTTPRequestHandler):
         if bad:
             raise ApiError(HTTPStatus.UNPROCESSABLE_ENTITY, "The %s is not valid; see the "
                            "errors for %s." % (self.resource.item, ", ".join(bad)), errors=[
-                               (name, "has a key that is not an XML name, so XML cannot carry "
-                                      "it; ask for JSON") for name in bad])
+                               (name, "has a key that is not an XML name, or a character XML "
+                                      "cannot carry; ask for JSON") for name in bad])
 
     def check_delete(self, item):
         """A delete's checks: If-Match (Appendix C adds that no item refers to it)."""
@@ -586,6 +586,8 @@ def check_number(value):
     """Say what is wrong with a number field's value in general, or return None."""
     if type(value) not in (int, float) or not math.isfinite(value):
         return "must be a number, not " + describe(value)
+    if type(value) is int and not -MAX_ID - 1 <= value <= MAX_ID:  # SQLite's integers
+        return "must be written with a fraction or an exponent when so large"
     return None
 
 
@@ -799,7 +801,7 @@ Filter = namedtuple("Filter", "field test values")
 def unique_key(field, value):
     """A unique field's value as uniqueness sees it: ignoring ASCII case, as SQLite's NOCASE
     does, where the field says so."""
-    return caseless_key(value) if field.ignores_case else value
+    return caseless_key(value) if field.ignores_case and value is not None else value
 
 
 class MemoryStore:
@@ -992,10 +994,13 @@ XML_NAME = re.compile(r"(?!xml)[^\W\d][\w.-]*", re.IGNORECASE)  # what an elemen
 
 
 def has_xml_names(value):
-    """Whether every key of a json field's value (at any depth) can name an XML element."""
+    """Whether XML can carry a json field's value: every key (at any depth) can name an
+    element, and no string holds a character XML 1.0 cannot carry."""
     if isinstance(value, dict):
         return all(XML_NAME.fullmatch(key) and has_xml_names(member)
                    for key, member in value.items())
+    if isinstance(value, str):
+        return not XML_INVALID.search(value)
     return all(map(has_xml_names, value)) if isinstance(value, list) else True
 
 
@@ -1016,7 +1021,8 @@ def item_element(resource, item):
     for name in resource.described:
         if not has_xml_names(item[resource.position[name]]):
             raise ApiError(HTTPStatus.NOT_ACCEPTABLE, "The %s's %s has a key that is not an "
-                           "XML name, so XML cannot carry it; ask for JSON." % (resource.item, name))
+                           "XML name, or a character XML cannot carry; ask for JSON." % (
+                               resource.item, name))
     return xml_element(resource.item, item_document(resource, item), (), resource.described)
 
 
@@ -1373,6 +1379,8 @@ def query_value(resource, name, field_name, text):
         raise bad_query("%s compares ids: whole numbers from 0 to %d, not %s."
                         % (printable(name), MAX_ID, printable(text)))
     value = xml_typed(resource.fields_by_name[field_name], text)  # typed as XML text is
+    if kind == "number" and type(value) is int and check_number(value):
+        value = float(value)  # compared as a number all the same, in either store
     if isinstance(value, XmlValue) or (kind == "integer" and check_integer(value)):
         raise bad_query("%s compares %s values: %s, not %s." % (
             printable(name), field_name, QUERY_TYPES[kind], printable(text)))
@@ -2091,8 +2099,8 @@ class SQLiteStore:
             arguments += sql_arguments(test, values)
         searched = self.resource.searched
         if query.q is not None:  # instr(), not LIKE: % and _ are plain text in q
-            conditions.append("(%s)" % " OR ".join("instr(casefold(%s), ?)" % sql_name(name)
-                                                   for name in searched))
+            conditions.append("(%s)" % " OR ".join(["instr(casefold(%s), ?)" % sql_name(name)
+                                                    for name in searched] or ["0"]))
             arguments += [query.q.casefold()] * len(searched)
         where = " WHERE " + " AND ".join(conditions) if conditions else ""
         order = ", ".join(sql_name(key.lstrip("-")) + (" DESC" if key[0] == "-" else "")
