@@ -784,6 +784,17 @@ def test_expand_in_xml_is_a_user_child(listed):
                           b"<userId>1</userId>" + ADA_XML.encode() + b"</todo>")
 
 
+def test_embed_and_expand_on_lists_in_xml(listed):
+    embedded = call(listed, "GET", "/users?_embed=todos&id=2", headers=XML_HEADERS)
+    assert embedded.body == (b"<users><user><id>2</id><name>Grace</name><email>grace@example.com"
+                             b"</email><todos>" + todo_xml(2, "Write code", "true", 2)
+                             + b"</todos></user></users>")
+    expanded = call(listed, "GET", "/todos?_expand=user&userId=2", headers=XML_HEADERS)
+    assert expanded.body == (b"<todos><todo><id>2</id><title>Write code</title><done>true</done>"
+                             b"<userId>2</userId><user><id>2</id><name>Grace</name><email>"
+                             b"grace@example.com</email></user></todo></todos>")
+
+
 @pytest.mark.parametrize("path, name", [
     ("/users/1?_embed=posts", "posts"), ("/users?_embed=todo", "todo"),
     ("/todos/1?_expand=owner", "owner"), ("/todos?_expand=users", "users"),
