@@ -1108,6 +1108,18 @@ def test_a_json_field_is_neither_filtered_nor_sorted(loaded):
         assert names(problem["detail"], "meta"), problem["detail"]
 
 
+def test_a_merge_patch_merges_into_a_json_field(tmp_path):
+    # RFC 7396 §2: a merge patch is applied recursively, and a null in it removes the key
+    running = start_server(load=write_db_json(tmp_path, DB_JSON))
+    try:
+        reply = call(running, "PATCH", "/posts/1", {"meta": {"draft": True, "score": None}},
+                     {"Content-Type": "application/merge-patch+json"})
+        assert (reply.status, reply.json()) == (200, dict(POST_1, meta={
+            "tags": ["rest", "json"], "draft": True}))
+    finally:
+        stop_server(running)
+
+
 def test_a_json_field_round_trips_through_xml(loaded):
     xml = call(loaded, "GET", "/posts/1", headers=XML_HEADERS)
     assert (xml.status, xml.body) == (200, (
