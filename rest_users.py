@@ -189,8 +189,8 @@ def find_route(routes, path):
 def nothing_at(path, routes):
     """The 404 for a path no route takes, saying where the resources are."""
     served = dict.fromkeys(found.resource for found in routes if found.resource is not None)
-    where = in_words(["the %s are at %s" % (resource.collection, resource.path)
-                      for resource in served])
+    where = in_words(["the %s %s at %s" % (resource.collection, "is" if resource.singular
+                                            else "are", resource.path) for resource in served])
     return ApiError(HTTPStatus.NOT_FOUND, "There is nothing at %s; %s." % (printable(path), where))
 
 
@@ -336,6 +336,8 @@ class UsersHandler(BaseHTTPRequestHandler):
             self.check_if_match(current)
             fields = validate(self.resource, pairs, partial=partial,
                               path_id=None if self.resource.singular else item_id)
+            for name in self.resource.described & set(fields) if partial else ():
+                fields[name] = merge_patch(current[self.resource.position[name]], fields[name])
             self.check_write(current._replace(**fields))
             return fields
         self.send_item(HTTPStatus.OK, self.store.update(item_id, changed_fields))
@@ -610,13 +612,10 @@ NO_DEFAULT = None  # a field without a default: absent, it is its none
 
 
 class Field:
-    """One field of a resource: its name and type (string, integer, number, boolean or
-    json). A `required` field must be given; one with a `default` gets it when left out;
-    any other may be left out, and its none is None everywhere (JSON null, no XML element,
-    SQL NULL). `unique`: no two items share a value (`ignores_case`: ASCII case, as
-    SQLite's NOCASE); `searched`: q looks in it; `refers_to`: the collection whose ids it
-    holds; `check`: a function saying what else is wrong with a value, or None; `fake`:
-    a made-up value for an id; `schema`: JSON Schema keywords for the API description."""
+    """A field: its name and type. It is `required`, has a `default`, or is optional (its
+    none: JSON null, no XML element, SQL NULL). `unique`, `ignores_case` (ASCII, as NOCASE),
+    `searched` by q, `refers_to` a collection; `check`: what else is wrong with a value;
+    `fake`: a made-up value for an id; `schema`: JSON Schema for the API description."""
 
     def __init__(self, name, type="string", *, required=False, default=NO_DEFAULT,
                  unique=False, ignores_case=False, searched=None, refers_to=None,
@@ -728,6 +727,20 @@ def a_or_an(word):
 def in_words(names, conjunction="and"):
     """Names as a sentence lists them: "name and email", "name, email and phone"."""
     return (" %s " % conjunction).join(filter(None, [", ".join(names[:-1])] + list(names[-1:])))
+
+
+def merge_patch(target, patch):
+    """A json field's value with a patch merged in, as RFC 7396 §2 merges: recursively, a
+    null removing its key."""
+    if not isinstance(patch, dict):
+        return patch
+    merged = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            merged.pop(key, None)
+        else:
+            merged[key] = merge_patch(merged.get(key), value)
+    return merged
 
 
 def check_id(value, path_id):
