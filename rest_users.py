@@ -952,7 +952,7 @@ def sort_value(resource, name):
     return lambda item: (item[position] is not None, item[position])
 
 
-# -- Representations: users, lists and problem details, in JSON and in XML ----------------
+# -- Representations: items, lists and problem details, in JSON and in XML ----------------
 Format = namedtuple("Format", "name content_type problem_type")
 JSON = Format("json", JSON_TYPE + "; charset=utf-8", "application/problem+json")
 XML = Format("xml", XML_TYPE + "; charset=utf-8", "application/problem+xml")
@@ -1076,9 +1076,9 @@ def render_problem(error, fmt):
     return xml_bytes(element)
 
 
-def entity_tag(user, fmt):
-    """The strong ETag of a user's version in a format: JSON and XML differ (RFC 9110 §8.8.3)."""
-    return '"%d-%s"' % (user.version, fmt.name)
+def entity_tag(item, fmt):
+    """The strong ETag of an item's version in a format: JSON and XML differ (RFC 9110 §8.8.3)."""
+    return '"%d-%s"' % (item.version, fmt.name)
 
 
 # -- Reading request bodies: a list of (field, value) pairs, so a field sent twice is seen --
