@@ -297,7 +297,7 @@ class UsersHandler(BaseHTTPRequestHandler):
 
     def render_page(self, query, total, items):
         """A page of items as bytes in the negotiated format."""
-        return render_items(self.resource, items, self.format)
+        return render_items(self.resource, items, self.format, self.document, self.element)
 
     def page_headers(self, query, total, items, kept):
         """X-Total-Count, and the Link header (RFC 8288) to the first, last, next... pages."""
@@ -459,7 +459,15 @@ class UsersHandler(BaseHTTPRequestHandler):
 
     def render(self, item):
         """One item in the negotiated format."""
-        return render_item(self.resource, item, self.format)
+        return render_item(self.resource, item, self.format, self.document, self.element)
+
+    def document(self, resource, item):
+        """An item's JSON object (Appendix C adds the items _embed and _expand ask for)."""
+        return item_document(resource, item)
+
+    def element(self, resource, item):
+        """An item's XML element (Appendix C adds the items _embed and _expand ask for)."""
+        return item_element(resource, item)
 
     def send_item(self, status, item, headers=()):
         """Send one item with its ETag."""
@@ -1039,19 +1047,20 @@ def item_element(resource, item):
     return xml_element(resource.item, item_document(resource, item), (), resource.described)
 
 
-def render_item(resource, item, fmt):
-    """One item as bytes in the format."""
+def render_item(resource, item, fmt, document=item_document, element=item_element):
+    """One item as bytes in the format, its JSON object or XML element made by document()
+    or element()."""
     if fmt is JSON:
-        return json_bytes(item_document(resource, item))
-    return xml_bytes(item_element(resource, item))
+        return json_bytes(document(resource, item))
+    return xml_bytes(element(resource, item))
 
 
-def render_items(resource, items, fmt):
+def render_items(resource, items, fmt, document=item_document, element=item_element):
     """A list of items as bytes in the format."""
     if fmt is JSON:
-        return json_bytes([item_document(resource, item) for item in items])
+        return json_bytes([document(resource, item) for item in items])
     return xml_bytes(xml_element(resource.collection, {},
-                                 [item_element(resource, item) for item in items]))
+                                 [element(resource, item) for item in items]))
 
 
 # Characters XML 1.0 cannot carry; a problem may quote client text that has them.
@@ -2344,29 +2353,33 @@ class ReferenceHandler(UsersHandler):
         # strong validator must change with the representation (RFC 9110 §8.8.3)
         self.respond(HTTPStatus.OK, self.render(item), self.format.content_type)
 
-    def render(self, item):
-        """A read's item with what _embed and _expand add to it."""
-        if not self.related or self.command not in ("GET", "HEAD"):
-            return super().render(item)
-        if self.format is JSON:
-            return json_bytes(related_document(self.resource, item, self.related_to))
-        return xml_bytes(related_element(self.resource, item, self.related_to))
+    def document(self, resource, item):
+        """A read's item with the items _embed and _expand add to it, in JSON."""
+        document = super().document(resource, item)
+        for name, (other, added) in self.related_to(item).items():
+            document[name] = ([item_document(other, each) for each in added]
+                              if isinstance(added, list) else
+                              None if added is None else item_document(other, added))
+        return document
 
-    def render_page(self, query, total, items):
-        """A page's items with what _embed and _expand add to each."""
-        if not self.related:
-            return super().render_page(query, total, items)
-        if self.format is JSON:
-            return json_bytes([related_document(self.resource, item, self.related_to)
-                               for item in items])
-        return xml_bytes(xml_element(self.resource.collection, {}, [
-            related_element(self.resource, item, self.related_to) for item in items]))
+    def element(self, resource, item):
+        """A read's item with the items _embed and _expand add to it, in XML: <todos> of
+        <todo>s, a <user>."""
+        element = super().element(resource, item)
+        for name, (other, added) in self.related_to(item).items():
+            if isinstance(added, list):
+                element.append(xml_element(name, {}, [item_element(other, each)
+                                                      for each in added]))
+            elif added is not None:
+                element.append(item_element(other, added))
+        return element
 
     def related_to(self, item):
-        """The items _embed and _expand add to an item, by the name they go under, each
-        with its resource."""
+        """The items _embed and _expand add to an item a read answers with, by the name they
+        go under, each with its resource."""
         added = {}
-        for _, name, other, field, embedded in self.related:
+        for _, name, other, field, embedded in (
+                self.related if self.command in ("GET", "HEAD") else ()):
             store = self.server.stores[other.collection]
             if embedded:  # the items of another resource that refer to this one
                 added[name] = other, store.list(ListQuery(MAX_ID, 0, ("id",), (
@@ -2475,27 +2488,6 @@ def read_related(resource, resources, pairs):
             rest.append((parameter, value))
     return rest, related
 
-
-
-def related_document(resource, item, related):
-    """An item's JSON object with what _embed and _expand add: lists of items, or an item."""
-    document = item_document(resource, item)
-    for name, (other, added) in related(item).items():
-        document[name] = ([item_document(other, each) for each in added]
-                          if isinstance(added, list) else
-                          None if added is None else item_document(other, added))
-    return document
-
-
-def related_element(resource, item, related):
-    """An item's XML element with what _embed and _expand add: <todos> of <todo>s, a <user>."""
-    element = item_element(resource, item)
-    for name, (other, added) in related(item).items():
-        if isinstance(added, list):
-            element.append(xml_element(name, {}, [item_element(other, each) for each in added]))
-        elif added is not None:
-            element.append(item_element(other, added))
-    return element
 
 
 # -- CORS: letting a page from another origin call the API (--cors) ------------------------
@@ -3090,7 +3082,8 @@ class DialectHandler(UsersHandler):
     def render_page(self, query, total, items):
         """A page in the shape the dialect's clients read: 1.0's per-page object."""
         if self.dialect is not None and self.dialect.paging == "per-page":
-            return render_per_page(self.resource, query, total, items, self.format)
+            return render_per_page(self.resource, query, total, items, self.format,
+                                   self.document, self.element)
         return super().render_page(query, total, items)
 
     def page_headers(self, query, total, items, kept):
@@ -3328,7 +3321,8 @@ def content_range(collection, offset, sent, total):
     return "%s %d-%d/%d" % (collection, offset, offset + sent - 1, total)
 
 
-def render_per_page(resource, query, total, users, fmt):
+def render_per_page(resource, query, total, users, fmt, document=item_document,
+                    element=item_element):
     """json-server 1.0's page object: where the pages are, how many users match, and the
     page's users as data; in XML a <page> whose null prev or next is empty."""
     size, page = query.limit, query.offset // query.limit + 1
@@ -3337,12 +3331,12 @@ def render_per_page(resource, query, total, users, fmt):
               "next": page + 1 if page < last else None, "last": last, "pages": last,
               "items": total}
     if fmt is JSON:
-        return json_bytes(dict(fields, data=[item_document(resource, user) for user in users]))
-    element = xml_element("page", {name: "" if value is None else value
-                                   for name, value in fields.items()})
-    ElementTree.SubElement(element, "data").extend(item_element(resource, user)
-                                                   for user in users)
-    return xml_bytes(element)
+        return json_bytes(dict(fields, data=[document(resource, user) for user in users]))
+    page_element = xml_element("page", {name: "" if value is None else value
+                                        for name, value in fields.items()})
+    ElementTree.SubElement(page_element, "data").extend(element(resource, user)
+                                                        for user in users)
+    return xml_bytes(page_element)
 
 
 # ---------------------------------------------------------------------------------------
