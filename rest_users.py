@@ -45,8 +45,9 @@ it and overriding hooks it leaves; none restates a decision:
  B. TeachingHandler: the 412's likely mistake (precondition_detail), PUT's hint to PATCH
     (update), Prefer (destroy), problem-only clients (negotiate, respond).
  C. SQLiteStore, a table per resource in one file; ReferenceHandler: references between
-    resources (check_write, check_delete), nested routes (route_table, given_by_path) and
-    _embed and _expand (page, retrieve, render); CorsHandler (extra_headers, answer_options),
+    resources (check_write, check_delete), nested routes (route_table, list, create,
+    given_by_path, route_path) and _embed and _expand (page, retrieve, document, element);
+    CorsHandler (extra_headers, answer_options),
     which a route without CORS (/__admin/) never gets; FakeApiHandler: --fail-rate
     (check_caller), --delay and the journal (write_response), /__admin/; --load of
     json-server's db.json; DialectHandler: the dialects of front-end libraries
@@ -281,9 +282,11 @@ class UsersHandler(BaseHTTPRequestHandler):
         body, headers = self.page(self.query)
         self.respond(HTTPStatus.OK, body, self.format.content_type, headers)
 
-    def page(self, query_string):
-        """The body and headers of the page of items a query string asks for."""
+    def page(self, query_string, also_kept=()):
+        """The body and headers of the page of items a query string asks for; its links
+        keep also_kept's pairs too."""
         query, kept = self.read_list_query(query_string)
+        kept += also_kept
         query = query._replace(filters=query.filters + tuple(  # the path's: /users/1/todos
             Filter(name, "eq", (value,)) for name, value in self.given_by_path().items()))
         total, items = self.store.list(query)
@@ -2332,11 +2335,7 @@ class ReferenceHandler(UsersHandler):
                                             self.related_pairs)[1]
                 query_string = "&".join(part for part, related in zip(parts, is_related)
                                         if not related)
-        return super().page(query_string)
-
-    def page_headers(self, query, total, items, kept):
-        """The page links keep _embed and _expand."""
-        return super().page_headers(query, total, items, kept + list(self.related_pairs))
+        return super().page(query_string, self.related_pairs)  # which the links keep
 
     def retrieve(self, item_id):
         """_embed and _expand, if the query has them (the rest of it is no matter here)."""
@@ -4743,10 +4742,9 @@ DEFAULT_PORT = 8000
 
 class PlainHandler(TeachingHandler, ExplorerHandler, OpenApiHandler, FakeApiHandler,
                    ReferenceHandler, DialectHandler, CorsHandler, EdgeHandler):
-    """The core's handler with Appendices A to E. Each mix-in overrides its own hooks, and
-    where two take the same one (the dialects' and the references' page) each calls the
-    other's through super(); what a route carries (CORS or not) the route says, never this
-    order. The routes they add are listed here, in one place."""
+    """The core's handler with Appendices A to E. Each mix-in overrides hooks of its own,
+    so their order changes no answer; what a route carries (CORS or not) the route says.
+    The routes they add are listed here, in one place."""
 
     added_routes = ADMIN_ROUTES + [OPENAPI_ROUTE, INDEX_ROUTE]
 
