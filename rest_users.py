@@ -622,7 +622,6 @@ TYPE_CHECKS = {"string": check_text, "integer": check_integer, "number": check_n
 PATTERN_CHARACTER = "[^\\u0000-\\u001f\\u007f\\ufffe\\uffff]"
 PATTERN_VISIBLE = "[^\\s\\u0000-\\u001f\\u007f\\u0085\\ufffe\\uffff]"
 PATTERN_EMAIL_PART = "[^@\\s\\u0000-\\u001f\\u007f\\u0085\\ufffe\\uffff]+"
-NO_DEFAULT = None  # a field without a default: absent, it is its none
 
 
 class Field:
@@ -631,7 +630,7 @@ class Field:
     `searched` by q, `refers_to` a collection; `check`: what else is wrong with a value;
     `fake`: a made-up value for an id; `schema`: JSON Schema for the API description."""
 
-    def __init__(self, name, type="string", *, required=False, default=NO_DEFAULT,
+    def __init__(self, name, type="string", *, required=False, default=None,
                  unique=False, ignores_case=False, searched=None, refers_to=None,
                  max_length=None, check=None, example=None, fake=None, schema=None):
         if type not in TYPE_CHECKS:
@@ -641,16 +640,10 @@ class Field:
         self.unique, self.ignores_case, self.refers_to = unique, ignores_case, refers_to
         self.searched = type == "string" if searched is None else searched
         self.max_length, self.check, self.example, self.fake = max_length, check, example, fake
-        self.schema = field_schema(self, schema or {})
-
-
-def field_schema(field, more):
-    """A field's JSON Schema: its type, its length, and what its declaration adds."""
-    schema = {"type": field.type} if field.type != "json" else {}
-    schema.update((key, value) for key, value in more.items() if key == "minLength")
-    if field.max_length is not None:
-        schema["maxLength"] = field.max_length
-    return dict(schema, **more)
+        self.schema = {"type": type} if type != "json" else {}  # for the API description
+        self.schema.update((key, value) for key, value in (schema or {}).items()
+                           if key == "minLength")  # the bounds in their usual order
+        self.schema.update({"maxLength": max_length} if max_length else {}, **schema or {})
 
 
 class Resource:
@@ -674,6 +667,7 @@ class Resource:
         self.caseless = frozenset(field.name for field in self.fields if field.ignores_case)
         self.searched = tuple(field.name for field in self.fields if field.searched)
         self.unique = tuple(field for field in self.fields if field.unique)
+        self.references = tuple(field for field in self.fields if field.refers_to)
         self.described = frozenset(field.name for field in self.fields if field.type == "json")
         self.Item = namedtuple(self.item.capitalize(), self.stored + ("version",), rename=True)
         self.sorted_by = ("id",) + tuple(field.name for field in self.fields
@@ -784,7 +778,7 @@ def check_field(resource, name, value, path_id):
     if field is None:
         return "is not a field of %s; %s" % (a_or_an(resource.item), "the fields are " + in_words(
             resource.field_names) if resource.fields else "it has none")
-    if value is None and not field.required and field.default is NO_DEFAULT:
+    if value is None and not field.required and field.default is None:
         return None  # an optional field's none: left out, or removed by a merge patch
     return check_value(field, value)
 
@@ -800,7 +794,7 @@ def validate(resource, pairs, *, path_id=None, partial=False):
         if problem:
             errors.append((printable(name), problem))
         elif name != "id":
-            fields[name] = plain_json(value)  # a json field's objects as dicts
+            fields[name] = plain_json(value) if name in resource.described else value
         seen.add(name)
     if not partial:
         errors += [(field.name, "is required") for field in resource.fields
@@ -2428,9 +2422,9 @@ def nested_routes(parent, resources):
 
 def references_of(resource, item, resources):
     """(field, referred resource, id) for each reference an item makes to a served resource."""
-    served = {other.collection: other for other in resources}
+    served = {other.collection: other for other in resources if resource.references}
     return [(field, served[field.refers_to], item[resource.position[field.name]])
-            for field in resource.fields if field.refers_to in served
+            for field in resource.references if field.refers_to in served
             and item[resource.position[field.name]] is not None]
 
 
@@ -2660,9 +2654,8 @@ class FakeApiHandler(UsersHandler):
         super().write_response(status, fields, body)
 
     def for_resource(self):
-        """Whether this request's path is a resource's, or under one: /users, /users/1/x."""
-        path = self.path.partition("?")[0]
-        return any(is_under(path, resource.path) for resource in self.server.resources)
+        """Whether this request's target is a resource's, or under one: /users, /users/1?x."""
+        return self.server.resource_targets.match(self.path) is not None
 
     def reset(self):
         """POST /__admin/reset: back to the items the server started with; 409 with --db."""
@@ -2688,6 +2681,8 @@ class FakeApiServer(UsersServer):
     def __init__(self, *args, fake_api=None, **options):
         self.fake_api, self.journal = fake_api or FakeApi(), Journal()
         super().__init__(*args, **options)
+        self.resource_targets = re.compile(r"(?:%s)(?:[/?]|$)" % "|".join(  # /users, /users/1?x
+            re.escape(resource.path) for resource in self.resources))
 
     def reset(self):
         """Back to the items the server started with, new ids after them, and the journal
@@ -4378,7 +4373,7 @@ def described_field(field):
     """A field's JSON Schema, with its example; an optional field's none is null in JSON
     (a type list, JSON Schema 2020-12 as OpenAPI 3.1 reads it) and no element in XML."""
     schema = dict(field.schema, examples=[example_of(field)])
-    if not field.required and field.default is NO_DEFAULT and "type" in schema:  # json: any
+    if not field.required and field.default is None and "type" in schema:  # json: any
         schema["type"] = [schema["type"], "null"]
     return schema
 
