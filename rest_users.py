@@ -3419,8 +3419,8 @@ EXPLORER_SCRIPT = r"""
 "use strict";
 const byId = (id) => document.getElementById(id);
 const settings = { apiKey: "", format: "json" };  // the key lives only in this variable
-// A user's fields, in order, from the form's inputs: the page's HTML names them (from the
-// server's FIELDS), so this script, and so its hash in the policy, is the same for any fields.
+// An item's fields, in order, from the form's inputs: the page's HTML names them (from the
+// resource's declaration), so this script, and so its hash in the policy, is the same for any.
 // The resource the page is for is named by its HTML too: its path (/users) and item (user).
 let FIELD_NAMES, PATH, ITEM, ITEMS, CAPITAL;
 function readResource() {
@@ -3862,10 +3862,11 @@ EXPLORER_HEADERS = [("Content-Security-Policy", EXPLORER_CSP), ("X-Content-Type-
 # Appendix E: the API description, an OpenAPI 3.1 document built from plain dicts
 #
 # The document is built from what the handler serves: its routes, each verb in a route's
-# Allow, the user's FIELDS and the list's parameters. Only what the code cannot say is
-# written here: in OPERATIONS, keyed by the handler method that answers, each operation's
-# name, summary, tag, body and the answers it can give. A route, a verb or a field added or
-# removed in the core shows in the document with no edit here.
+# Allow, each resource's fields and the list's parameters. Only what the code cannot say is
+# written here: in RESOURCE_OPERATIONS (in a resource's Words) and OPERATIONS, keyed by the
+# handler method that answers, each operation's name, summary, tag, body and the answers it
+# can give. A route, a verb, a field or a resource added in the core shows in the document
+# with no edit here.
 # ---------------------------------------------------------------------------------------
 
 OPENAPI_ROUTE = route("/openapi.json", r"/openapi\.json", {"GET": "get_openapi"})
