@@ -3770,6 +3770,28 @@ def test_a_decision_changed_in_the_core_shows_in_every_server(tmp_path, plain):
         assert schemas["User"]["xml"] == {"name": "person"}  # the description says so too
 
 
+@pytest.mark.parametrize("plain", [False, True])
+def test_a_decision_changed_in_the_core_shows_for_a_second_resource(tmp_path, plain):
+    module = module_from_source(tmp_path, "decided_todos", changed_source(CORE_DECISIONS))
+    todos = module.Resource("todos", [module.Field("title", required=True),
+                                      module.Field("done", "boolean", default=False)])
+    with serving(module, plain=plain, resources=[module.USERS, todos]) as running:
+        assert call(running, "POST", "/todos", {"title": "Zoë's"}).status == 201
+        for _ in range(2):  # answered, then as the default server keeps it
+            reply = call(running, "GET", "/todos/1")
+            assert reply.body == (
+                b'{"id": 1, "title": "Zo\\u00eb\'s", "done": false, "kind": "todo"}')
+            assert reply.headers["X-Learner"] == "was here"
+            reply = call(running, "GET", "/todos?title=ZO%C3%8B%27S",
+                         headers={"Accept": "application/json, application/xml"})
+            assert reply.body == (b"<todos><person><id>1</id><title>Zo\xc3\xab's</title>"
+                                  b"<done>false</done><kind>todo</kind></person></todos>")
+            reply = call(running, "GET", "/todos/9")
+            assert assert_problem(reply, 404)["detail"] == "No todo has the id 9."
+        schemas = call(running, "GET", "/openapi.json").json()["components"]["schemas"]
+        assert schemas["Todo"]["xml"] == {"name": "person"}
+
+
 @pytest.fixture
 def phone_server(phone_users):
     """The learner's copy, serving on a free port: the default server, every appendix in."""
