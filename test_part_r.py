@@ -734,6 +734,60 @@ def test_a_post_under_a_user_creates_a_todo_of_that_user(server):
     assert reply.headers["Location"] == "/todos/%d" % created["id"]
 
 
+# The README's db.json: every comment has a post, so postId is a required field
+README_DB_JSON = {"users": [{"id": 1, "name": "Ada", "email": "ada@example.com"}],
+                  "posts": [{"id": 1, "title": "Hello", "userId": 1}],
+                  "comments": [{"id": 1, "body": "Nice", "postId": 1}],
+                  "profile": {"name": "typicode"}}
+
+
+@pytest.fixture(scope="module", params=KINDS)
+def readme_served(request, tmp_path_factory):
+    """The README's db.json, on each kind of server."""
+    options = options_for(request.param, tmp_path_factory)
+    running = start_server(options.pop("variant", "default"), load=write_db_json(
+        tmp_path_factory.mktemp("readme"), README_DB_JSON), **options)
+    yield running
+    stop_server(running)
+
+
+def test_a_nested_post_gives_a_required_reference_its_parents_id(readme_served):
+    reply = call(readme_served, "POST", "/posts/1/comments", {"body": "Me too"})
+    assert reply.status == 201, reply.body
+    created = reply.json()
+    assert created == {"id": created["id"], "body": "Me too", "postId": 1}
+    assert reply.headers["Location"] == "/comments/%d" % created["id"]
+
+
+def test_a_nested_post_in_xml_gives_a_required_reference_its_parents_id(readme_served):
+    reply = call(readme_served, "POST", "/posts/1/comments", "<comment><body>In XML</body>"
+                 "</comment>", dict(XML_BODY, **XML_HEADERS))
+    assert reply.status == 201, reply.body
+    assert reply.body.endswith(b"<body>In XML</body><postId>1</postId></comment>")
+
+
+def test_a_nested_post_may_repeat_its_parents_id(readme_served):
+    reply = call(readme_served, "POST", "/posts/1/comments", {"body": "Again", "postId": 1})
+    assert reply.status == 201, reply.body
+    assert reply.json()["postId"] == 1
+
+
+@pytest.mark.parametrize("other", [2, 9, None, "1", True, 1.0])
+def test_a_nested_post_naming_another_parent_is_422(readme_served, other):
+    reply = call(readme_served, "POST", "/posts/1/comments", {"body": "x", "postId": other})
+    problem = assert_problem(reply, 422)
+    assert problem["detail"] == "The comment is not valid; see the errors for postId."
+    assert problem["errors"] == [
+        {"field": "postId", "message": "must be 1, the id in the path, or be left out"}]
+
+
+def test_a_nested_post_of_another_user_is_422_when_the_reference_is_optional(server):
+    problem = assert_problem(call(server, "POST", "/users/1/todos", {"title": "x", "userId": 2}),
+                             422)
+    assert problem["errors"] == [
+        {"field": "userId", "message": "must be 1, the id in the path, or be left out"}]
+
+
 @pytest.mark.parametrize("method", ["GET", "POST"])
 def test_a_nested_route_under_a_missing_user_is_404(server, method):
     reply = call(server, method, "/users/98765/todos",
