@@ -309,7 +309,7 @@ class UsersHandler(BaseHTTPRequestHandler):
 
     def create(self):
         """POST /users: 201 with the new item and its Location."""
-        fields = dict(validate(self.resource, self.read_item_body()), **self.given_by_path())
+        fields = validate(self.resource, self.read_item_body(), given=self.given_by_path())
         item = self.store.create(fields, check=self.check_write)
         self.send_item(HTTPStatus.CREATED, item,
                        [("Location", "%s/%d" % (self.resource.path, item.id))])
@@ -770,10 +770,12 @@ def check_value(field, value):
     return problem
 
 
-def check_field(resource, name, value, path_id):
+def check_field(resource, name, value, path_id, given):
     """Say what is wrong with one (field, value) of a body, or return None."""
     if name == "id":
         return check_id(value, path_id)
+    if name in given:  # the path says it: /users/1/todos gives userId 1
+        return check_id(value, given[name])
     field = resource.fields_by_name.get(name)
     if field is None:
         return "is not a field of %s; %s" % (a_or_an(resource.item), "the fields are " + in_words(
@@ -783,19 +785,23 @@ def check_field(resource, name, value, path_id):
     return check_value(field, value)
 
 
-def validate(resource, pairs, *, path_id=None, partial=False):
+def validate(resource, pairs, *, path_id=None, partial=False, given=None):
     """Check a body's (field, value) pairs and return the item's fields as a dict; one 422
     lists every bad field. PUT and PATCH pass the path's id; `partial` (PATCH) leaves the
-    fields not given as they are, where a whole item (POST, PUT) has them none or default."""
+    fields not given as they are, where a whole item (POST, PUT) has them none or default.
+    `given`: the fields a nested POST's path gives, which its body may leave out."""
+    given = given or {}
     fields, errors, seen = {}, [], set()
     for name, value in pairs:
         problem = ("is given more than once" if name in seen
-                   else check_field(resource, name, value, path_id))
+                   else check_field(resource, name, value, path_id, given))
         if problem:
             errors.append((printable(name), problem))
         elif name != "id":
             fields[name] = plain_json(value) if name in resource.described else value
         seen.add(name)
+    fields.update((name, given[name]) for name in given.keys() - seen)  # the path's, if left out
+    seen.update(given)
     if not partial:
         errors += [(field.name, "is required") for field in resource.fields
                    if field.required and field.name not in seen]
