@@ -849,6 +849,25 @@ def test_embed_and_expand_on_lists_in_xml(listed):
                              b"grace@example.com</email></user></todo></todos>")
 
 
+def test_embed_keeps_json_server_1s_page_object(listed):
+    reply = call(listed, "GET", "/users?_page=1&_per_page=1&_embed=todos")
+    assert reply.status == 200
+    assert reply.json() == {"first": 1, "prev": None, "next": 2, "last": 2, "pages": 2,
+                            "items": 2, "data": [dict(ADA, todos=[listed_todo(1),
+                                                                  listed_todo(4)])]}
+
+
+def test_expand_keeps_json_server_1s_page_object_in_xml(listed):
+    reply = call(listed, "GET", "/todos?_page=2&_per_page=3&_expand=user", headers=XML_HEADERS)
+    page = ElementTree.fromstring(reply.body)
+    assert [(child.tag, child.text) for child in page if child.tag != "data"] == [
+        ("first", "1"), ("prev", "1"), ("next", None), ("last", "2"), ("pages", "2"),
+        ("items", "4")]
+    assert ElementTree.tostring(page.find("data")) == (
+        b"<data><todo><id>4</id><title>Read a book</title><done>true</done><userId>1</userId>"
+        + ADA_XML.encode() + b"</todo></data>")
+
+
 @pytest.mark.parametrize("path, name", [
     ("/users/1?_embed=posts", "posts"), ("/users?_embed=todo", "todo"),
     ("/todos/1?_expand=owner", "owner"), ("/todos?_expand=users", "users"),
