@@ -6,7 +6,6 @@ the fake API's controls, the API description and the explorer. Servers are share
 module, as in test_rest_users.py, whose helpers these tests use.
 """
 
-import importlib.util
 import itertools
 import json
 import os
@@ -631,24 +630,43 @@ def test_a_field_todos_do_not_have_is_400_naming_it(listed, query, parameter):
 
 # -- SQLite: one file, a table per resource ---------------------------------------------
 
-@pytest.fixture(scope="module")
-def release_before(tmp_path_factory):
-    """rest_users.py as it was before resources were declared, imported as a module."""
-    source = subprocess.check_output(["git", "show", "9a46a93:rest_users.py"], cwd=HERE)
-    path = tmp_path_factory.mktemp("before") / "rest_users_before.py"
-    path.write_bytes(source)
-    spec = importlib.util.spec_from_file_location("rest_users_before", str(path))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+# The --db file of the release before resources were declared (9a46a93), written as that
+# release wrote it: its schema, word for word, then the indexes it added on open, then rows
+# as its store inserted them. The tests need no copy of that release, nor git.
+RELEASE_BEFORE_SCHEMA = """
+        PRAGMA locking_mode = EXCLUSIVE; -- the file's lock is held until the store closes
+        PRAGMA journal_mode = WAL;      -- readers never wait for a writer
+        PRAGMA synchronous = NORMAL;    -- in WAL mode a commit survives a killed process
+        CREATE TABLE IF NOT EXISTS users (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            name TEXT NOT NULL,
+            email TEXT NOT NULL,
+            version INTEGER NOT NULL DEFAULT 1
+        );
+        CREATE UNIQUE INDEX IF NOT EXISTS users_email_key ON users (email COLLATE NOCASE);
+        PRAGMA user_version = 1;        -- a write: a file it cannot write fails now, at start
+        CREATE INDEX IF NOT EXISTS users_by_name ON users (name);
+        CREATE INDEX IF NOT EXISTS users_by_name_desc ON users (name DESC);
+        CREATE INDEX IF NOT EXISTS users_by_email ON users (email);
+        CREATE INDEX IF NOT EXISTS users_by_email_desc ON users (email DESC);
+"""
 
 
-def test_a_file_from_the_release_before_keeps_its_users_and_gains_todos(tmp_path, release_before):
+def write_release_before_file(path, users):
+    """A --db file as the release before resources wrote it, holding these (name, email)s
+    as users 1, 2, ... at version 1."""
+    connection = sqlite3.connect(path)
+    try:
+        connection.executescript(RELEASE_BEFORE_SCHEMA)
+        with connection:
+            connection.executemany("INSERT INTO users (name, email) VALUES (?, ?)", users)
+    finally:
+        connection.close()
+
+
+def test_a_file_from_the_release_before_keeps_its_users_and_gains_todos(tmp_path):
     db = str(tmp_path / "users.db")
-    before = release_before.make_server("127.0.0.1", 0, db=db, quiet=True)
-    before.store.create({"name": "Ada", "email": "ada@example.com"})
-    before.store.create({"name": "Grace", "email": "grace@example.com"})
-    before.server_close()
+    write_release_before_file(db, [("Ada", "ada@example.com"), ("Grace", "grace@example.com")])
     running = start_server(db=db, resources=BOTH)
     try:
         assert call(running, "GET", "/users").json() == [ADA, GRACE]
@@ -665,13 +683,9 @@ def test_a_file_from_the_release_before_keeps_its_users_and_gains_todos(tmp_path
     assert {"users", "todos"} <= tables
 
 
-def test_a_file_from_the_release_before_keeps_its_users_and_gains_a_db_jsons_others(
-        tmp_path, release_before):
+def test_a_file_from_the_release_before_keeps_its_users_and_gains_a_db_jsons_others(tmp_path):
     db = str(tmp_path / "users.db")
-    before = release_before.make_server("127.0.0.1", 0, db=db, quiet=True)
-    before.store.create({"name": "Ada", "email": "ada@example.com"})
-    before.store.create({"name": "Grace", "email": "grace@example.com"})
-    before.server_close()
+    write_release_before_file(db, [("Ada", "ada@example.com"), ("Grace", "grace@example.com")])
     running = start_server(db=db, load=write_db_json(tmp_path, DB_JSON))
     try:
         assert call(running, "GET", "/users").json() == [dict(ADA, phone=None),
