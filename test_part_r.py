@@ -1002,7 +1002,7 @@ def test_a_409_on_delete_names_every_resource_that_refers_with_its_count():
             post(running, "/users/1/todos", {"title": title})
         post(running, "/users/1/notes", {"text": "A note"})
         problem = assert_problem(call(running, "DELETE", "/users/1"), 409)
-        assert problem["detail"] == ("The user with id 1 is referred to by 3 todos and 1 notes; "
+        assert problem["detail"] == ("The user with id 1 is referred to by 3 todos and 1 note; "
                                      "change or delete them first: nothing was deleted.")
         assert call(running, "GET", "/users/1").status == 200
     finally:
@@ -1712,3 +1712,59 @@ def test_the_explorer_offers_todos(browser):
         stop_server(running)
     assert "POST /todos HTTP/1.1" in shown and "location: /todos/2" in shown.lower()
     assert todos == [todo(1, "Buy milk"), todo(2, "Walk the dog")]
+
+
+# -- messages: each names the resource it is about ---------------------------------------
+
+def test_a_todo_lists_400_points_to_the_api_description_not_to_users(listed):
+    problem = assert_problem(call(listed, "GET", "/todos?sort=priority"), 400)
+    assert problem["detail"].endswith(" See GET /openapi.json for the parameters of GET /todos.")
+    assert "/users" not in problem["detail"]
+
+
+def test_a_users_list_400_still_points_to_the_readme(listed):
+    problem = assert_problem(call(listed, "GET", "/users?sort=priority"), 400)
+    assert problem["detail"].endswith(" See GET /users in the README.")
+
+
+def test_simple_rests_range_counts_todos_for_todos(listed):
+    problem = assert_problem(call(listed, "GET", "/todos?range=%s" % quote("[5,1]")), 400)
+    assert problem["detail"].startswith("range must be [first, last]: whole numbers, first "
+                                        "from 0, and 1 to 1000 todos from first to last.")
+
+
+def test_a_409_on_delete_counts_one_referring_item_in_the_singular(server):
+    user = post(server, "/users", {"name": "Once", "email": "once@example.com"})
+    post(server, "/users/%d/todos" % user["id"], {"title": "Only one"})
+    problem = assert_problem(call(server, "DELETE", "/users/%d" % user["id"]), 409)
+    assert problem["detail"] == ("The user with id %d is referred to by 1 todo; change or "
+                                 "delete them first: nothing was deleted." % user["id"])
+
+
+TOO_LARGE = "is too large: a number must be finite, from about -1.8e308 to 1.8e308"
+ITEMS = Resource("items", [Field("label", "string", required=True)])
+
+
+@pytest.mark.parametrize("resources, description", [
+    ([ITEMS], "An item resource in JSON and XML, from rest_users.py."),
+    ([TODOS], "A todo resource in JSON and XML, from rest_users.py."),
+    ([USERS], "A user resource in JSON and XML, from rest_users.py.")])
+def test_the_api_description_names_its_one_resource_with_its_article(resources, description):
+    document = rest_users.openapi_document(
+        [found for resource in resources for found in rest_users.resource_routes(resource)],
+        auth=False)
+    assert document["info"]["description"] == description
+
+
+@pytest.mark.parametrize("text", ["1e400", "-1e400", "1E999"])
+def test_a_number_too_large_to_hold_is_422_saying_so(noted, text):
+    reply = call(noted, "POST", "/notes", '{"text": "big", "score": %s}' % text, JSON_BODY)
+    problem = assert_problem(reply, 422)
+    assert problem["errors"] == [{"field": "score", "message": TOO_LARGE}]
+
+
+def test_a_number_too_large_to_hold_in_xml_is_422_saying_so(noted):
+    reply = call(noted, "POST", "/notes", "<note><text>big</text><score>1e400</score></note>",
+                 XML_BODY)
+    problem = assert_problem(reply, 422)
+    assert problem["errors"] == [{"field": "score", "message": TOO_LARGE}]
