@@ -214,6 +214,9 @@ class UsersHandler(BaseHTTPRequestHandler):
         self.body_read, self.route, self.resource, self.store = False, None, None, None
         try:
             self.route_request()
+        except BadQuery as error:  # found where the resource is not known: say it here
+            error.detail += query_help(self.resource)
+            self.send_problem(error)
         except ApiError as error:
             self.send_problem(error)
         except (socket.timeout, ConnectionError):
@@ -600,8 +603,10 @@ def check_integer(value):
 
 def check_number(value):
     """Say what is wrong with a number field's value in general, or return None."""
-    if type(value) not in (int, float) or not math.isfinite(value):
+    if type(value) not in (int, float):
         return "must be a number, not " + describe(value)
+    if not math.isfinite(value):  # 1e400: JSON allows it, a 64-bit float holds no such number
+        return "is too large: a number must be finite, from about -1.8e308 to 1.8e308"
     if type(value) is int and not -MAX_ID - 1 <= value <= MAX_ID:  # SQLite's integers
         return "must be written with a fraction or an exponent when so large"
     return None
@@ -1327,9 +1332,20 @@ def etag_matches(header, tag, *, weak):
                for weak_prefix, opaque in ENTITY_TAG.findall(header))
 
 
+class BadQuery(ApiError):
+    """400: a list's query string is wrong; the handler adds where to read of it (query_help)."""
+
+
 def bad_query(detail):
-    """A 400 about the query string of GET /users."""
-    return ApiError(HTTPStatus.BAD_REQUEST, detail + " See GET /users in the README.")
+    """A 400 about the query string of a list, GET /users."""
+    return BadQuery(HTTPStatus.BAD_REQUEST, detail)
+
+
+def query_help(resource):
+    """Where a 400 about a list's query sends the reader: the README teaches GET /users."""
+    if resource is None or resource.collection == "users":
+        return " See GET /users in the README."
+    return " See GET /openapi.json for the parameters of GET %s." % resource.path
 
 
 def integer_parameter(parameters, name, default, low, high):
@@ -2406,7 +2422,7 @@ class ReferenceHandler(UsersHandler):
         """A 409 when items refer to this one, naming each resource and how many: nothing
         is lost without being asked (json-server would delete them too)."""
         super().check_delete(item)
-        counts = ["%d %s" % (count, child.collection)
+        counts = ["%d %s" % (count, child.item if count == 1 else child.collection)
                   for child, field in referrers(self.resource, self.server.resources)
                   for count in [self.server.stores[child.collection].list(ListQuery(
                       1, 0, ("id",), (Filter(field, "eq", (item.id,)),), None))[0]] if count]
@@ -3189,7 +3205,7 @@ class DialectQuery:
         """The offset and limit of the page asked for."""
         given, paging = self.given, self.paging
         if paging == "range":
-            return range_page(given["range"])
+            return range_page(self.resource, given["range"])
         if paging in ("start-end", "start-limit"):
             return start_page(given)
         if paging in ("page", "per-page"):  # json-server's _limit is 10 unless given
@@ -3234,13 +3250,13 @@ class DialectQuery:
             self.filters.append(Filter(field, test, tuple(values)))
 
 
-def range_page(text):
+def range_page(resource, text):
     """react-admin's range=[first, last], both counted: as an offset and a limit."""
     first, last = json_parameter("range", text, list)
     if not (all(type(n) is int and 0 <= n <= MAX_ID for n in (first, last))
             and 1 <= last - first + 1 <= MAX_LIMIT):
         raise bad_query("range must be [first, last]: whole numbers, first from 0, and 1 to "
-                        "%d users from first to last." % MAX_LIMIT)
+                        "%d %s from first to last." % (MAX_LIMIT, resource.collection))
     return first, last - first + 1
 
 
@@ -3918,8 +3934,8 @@ def openapi_document(routes, auth, keyed_paths=None):
         "info": {"title": "%s API" % (served[:1].upper() + served[1:]) if len(resources) == 1
                  else "REST API", "version": "1.0",
                  "description": "%s resource%s in JSON and XML, from rest_users.py." % (
-                     "A " + served if len(resources) == 1 else "The " + served,
-                     "s" if len(resources) > 1 else ""),
+                     "A" + a_or_an(resources[0].item)[1:] if len(resources) == 1
+                     else "The " + served, "s" if len(resources) > 1 else ""),
                  "license": {"name": "MIT", "identifier": "MIT"}},
         "servers": [{"url": "/"}],  # wherever this document was fetched from
         "tags": [tag for tag in list(map(resource_tag, resources)) + TAGS
