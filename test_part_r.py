@@ -1683,6 +1683,21 @@ def test_admin_answers_carry_no_cors_whatever_the_order_of_the_parts():
     assert composed >= len(parts)
 
 
+def test_each_hook_of_the_core_is_overridden_by_one_part_at_most():
+    # a hook two parts override runs as their order says, which nothing states
+    hooks = set(dir(rest_users.UsersHandler))
+    owners = {}
+    for part in rest_users.DefaultHandler.__mro__:
+        if part in rest_users.UsersHandler.__mro__ or part in (rest_users.DefaultHandler,
+                                                                 rest_users.PlainHandler):
+            continue
+        for name, value in vars(part).items():
+            if name in hooks and not name.startswith("__") and (
+                    callable(value) or isinstance(value, classmethod)):
+                owners.setdefault(name, []).append(part.__name__)
+    assert {name: parts for name, parts in owners.items() if len(parts) > 1} == {}
+
+
 # -- the explorer ------------------------------------------------------------------------
 
 def test_the_explorer_offers_todos(browser):
