@@ -46,8 +46,8 @@ it and overriding hooks it leaves; none restates a decision:
     (update), Prefer (send_deleted), problem-only clients (negotiate, respond).
  C. SQLiteStore, a table per resource in one file; ReferenceHandler: references between
     resources (check_write, check_delete), nested routes (route_table, list, create,
-    given_by_path, route_path) and _embed and _expand (page, retrieve, document, element);
-    CorsHandler (extra_headers, answer_options),
+    given_by_path, route_path) and _embed and _expand (read_related_query, retrieve,
+    document, element); CorsHandler (extra_headers, answer_options),
     which a route without CORS (/__admin/) never gets; FakeApiHandler: --fail-rate
     (check_caller), --delay and the journal (write_response), /__admin/; --load of
     json-server's db.json; DialectHandler: the dialects of front-end libraries
@@ -285,15 +285,19 @@ class UsersHandler(BaseHTTPRequestHandler):
         body, headers = self.page(self.query)
         self.respond(HTTPStatus.OK, body, self.format.content_type, headers)
 
-    def page(self, query_string, also_kept=()):
-        """The body and headers of the page of items a query string asks for; its links
-        keep also_kept's pairs too."""
+    def page(self, query_string):
+        """The body and headers of the page of items a query string asks for."""
+        query_string, related_pairs = self.read_related_query(query_string)
         query, kept = self.read_list_query(query_string)
-        kept += also_kept
+        kept += related_pairs
         query = query._replace(filters=query.filters + tuple(  # the path's: /users/1/todos
             Filter(name, "eq", (value,)) for name, value in self.given_by_path().items()))
         total, items = self.store.list(query)
         return self.render_page(query, total, items), self.page_headers(query, total, items, kept)
+
+    def read_related_query(self, query_string):
+        """The query less _embed and _expand (Appendix C), and their pairs for the links: none."""
+        return query_string, ()
 
     def read_list_query(self, query_string):
         """The ListQuery a query string asks for, and the pairs its page links keep."""
@@ -2340,7 +2344,7 @@ class ReferenceHandler(UsersHandler):
             return super().route_path()
         return "%s/%d%s" % (self.route.parent[0].path, self.parent_id, self.resource.path)
 
-    def page(self, query_string):
+    def read_related_query(self, query_string):
         """_embed and _expand are read apart from the list's own parameters."""
         self.related, self.related_pairs = (), ()
         if "_e" in query_string or "embed" in query_string:
@@ -2353,7 +2357,7 @@ class ReferenceHandler(UsersHandler):
                                             self.related_pairs)[1]
                 query_string = "&".join(part for part, related in zip(parts, is_related)
                                         if not related)
-        return super().page(query_string, self.related_pairs)  # which the links keep
+        return query_string, self.related_pairs  # which the links keep
 
     def retrieve(self, item_id):
         """_embed and _expand, if the query has them (the rest of it is no matter here)."""
