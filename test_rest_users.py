@@ -6487,6 +6487,12 @@ def test_the_api_description_names_its_one_resource_with_its_article(resources, 
     assert document["info"]["description"] == description
 
 
+def test_the_api_description_of_another_resource_speaks_of_no_users():
+    document = rest_users.openapi_document(rest_users.resource_routes(ITEMS), auth=True)
+    words = json.dumps(document).replace('Bearer realm=\\"users\\"', "")  # RFC 6750's realm
+    assert re.findall(r".{30}\b[Uu]sers?\b.{10}", words) == []
+
+
 @pytest.mark.parametrize("text", ["1e400", "-1e400", "1E999"])
 def test_a_number_too_large_to_hold_is_422_saying_so(noted, text):
     reply = call(noted, "POST", "/notes", '{"text": "big", "score": %s}' % text, JSON_BODY)
