@@ -4049,9 +4049,9 @@ PROBLEMS = {
     "400": "Malformed body or query, or bad framing",
     "401": "Missing or wrong Bearer token",
     "408": "The request stopped arriving for the idle timeout",
-    "404": "No such user",
+    "404": "No such item",
     "406": "The Accept header takes none of JSON, XML",
-    "409": "Another user has this email",
+    "409": "Another item has this unique value, or other items refer to this one",
     "411": "A chunked body: send Content-Length",
     "412": "If-Match does not name the current ETag",
     "413": "The body is larger than --max-body",
@@ -4215,7 +4215,7 @@ IF_MATCH = {"name": "If-Match", "in": "header", "schema": TEXT,
             "description": "the ETag you read: the write fails with 412 if it is stale"}
 IF_NONE_MATCH = {"name": "If-None-Match", "in": "header", "schema": TEXT}
 PREFER = {"name": "Prefer", "in": "header", "schema": TEXT, "example": "return=minimal",
-          "description": "return=minimal: answer 204 without the deleted user (RFC 7240)"}
+          "description": "return=minimal: answer 204 without the deleted item (RFC 7240)"}
 
 
 def list_parameters(resource):
@@ -4354,10 +4354,10 @@ def openapi_headers():
     header = {"schema": {"type": "string"}}
     return {
         "ETag": dict(header, description="The version of this representation"),
-        "Location": dict(header, description="Where the new user is"),
+        "Location": dict(header, description="Where the new item is"),
         "Link": dict(header, description="first, last, prev, next pages (RFC 8288)"),
         "X-Total-Count": {"schema": {"type": "integer", "minimum": 0},
-                          "description": "How many users match, over all pages"},
+                          "description": "How many items match, over all pages"},
         "Vary": dict(header, description="Accept: the format follows the Accept header"),
         "Allow": dict(header, description="The methods this path takes"),
         "Retry-After": dict(header, description="Seconds to wait before trying again"),
