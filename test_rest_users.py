@@ -6487,6 +6487,13 @@ def test_the_api_description_names_its_one_resource_with_its_article(resources, 
     assert document["info"]["description"] == description
 
 
+def test_help_says_the_key_the_file_and_the_fake_api_cover_every_resource():
+    told = " ".join(run_to_exit("--help").stdout.split())
+    assert "--db PATH keep the resources in this SQLite file" in told
+    assert "--api-key KEY require 'Authorization: Bearer KEY' on every resource" in told
+    assert "a fake API, for front ends and test suites (on every resource):" in told
+
+
 def test_the_api_description_of_another_resource_speaks_of_no_users():
     document = rest_users.openapi_document(rest_users.resource_routes(ITEMS), auth=True)
     words = json.dumps(document).replace('Bearer realm=\\"users\\"', "")  # RFC 6750's realm
