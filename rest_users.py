@@ -4937,10 +4937,10 @@ def parse_arguments(argv):
     parser.add_argument("--port", type=port_number, default=DEFAULT_PORT,
                         help="port to listen on, 0 for any free one (default: %(default)s)")
     parser.add_argument("--db", metavar="PATH",
-                        help="keep users in this SQLite file, as --db users.db "
+                        help="keep the resources in this SQLite file, as --db users.db "
                              "(default: in memory, lost on exit)")
     parser.add_argument("--api-key", metavar="KEY",
-                        help="require 'Authorization: Bearer KEY' on /users "
+                        help="require 'Authorization: Bearer KEY' on every resource "
                              "(default: the API_KEY environment variable, else no auth)")
     parser.add_argument("--cors", action="append", default=[], metavar="ORIGIN",
                         help="let browser pages from ORIGIN (or * for any) call the API, "
@@ -4959,7 +4959,8 @@ def parse_arguments(argv):
 
 def add_fake_api_arguments(parser):
     """The command line's options for a fake API."""
-    fake = parser.add_argument_group("a fake API, for front ends and test suites (on /users)")
+    fake = parser.add_argument_group("a fake API, for front ends and test suites (on every "
+                                     "resource)")
     fake.add_argument("--delay", type=milliseconds, default=(0, 0), metavar="MS[-MS]",
                       help="answer each request that many milliseconds late, or a random "
                            "time in a range: --delay 300, --delay 100-500")
