@@ -1347,7 +1347,7 @@ def bad_query(detail):
 
 def query_help(resource):
     """Where a 400 about a list's query sends the reader: the README teaches GET /users."""
-    if resource is None or resource.collection == "users":
+    if resource is None or resource.collection == USERS.collection:
         return " See GET /users in the README."
     return " See GET /openapi.json for the parameters of GET %s." % resource.path
 
