@@ -13,6 +13,10 @@ The resource (the README walks through it with curl):
     PATCH  /users/{id}   change some fields (JSON merge patch, RFC 7396, or partial XML)
     DELETE /users/{id}   delete it: 200 with the user as it was
 
+Users are one resource, declared in USERS: its collection, its item and its fields. Any
+other is declared the same way (Resource("todos", [Field("title", required=True), ...]))
+and gets every route above, both formats, both stores and every check, with no other edit.
+
 Up to the banner "Appendices: you can stop reading here" this file is the whole service
 in plain Python, and runs on its own: UsersServer(("127.0.0.1", 8000), MemoryStore()).
 serve_forever(). A request travels through it so:
@@ -20,33 +24,40 @@ serve_forever(). A request travels through it so:
  1. UsersServer, an http.server with a thread per connection, gives each connection a
     UsersHandler. http.server reads the request line and header fields, then calls do_GET,
     do_POST, ... which are all handle_api_request.
- 2. route_request checks, in this order, who asks (check_caller: the API key), the path
-    (find_route, in the table ROUTES), the method, and the format asked for (negotiate).
- 3. The route's method does the work: create_user, for one, reads the body
-    (read_user_body), checks it (validate_user, by the table FIELDS) and has the store add
-    the user.
- 4. respond sends the answer, in JSON or XML (render_user), with write_response. What goes
+ 2. route_request finds the route (find_route, in the table route_table derives from the
+    resources), then checks who asks (check_caller: the API key), the method, and the
+    format asked for (negotiate).
+ 3. The route's action does the work, named as Django REST Framework names them: list,
+    create, retrieve, update, partial_update, destroy. create, for one, reads the body
+    (read_item_body), checks it (validate, by the resource's fields) and has the resource's
+    store add the item.
+ 4. respond sends the answer, in JSON or XML (render_item), with write_response. What goes
     wrong on the way raises ApiError, which handle_api_request answers as an RFC 9457 problem.
 
-Every decision is made once, here: a user's fields in FIELDS, the routes in ROUTES, each
-rule and message in one function. To add a field, write its check and add its row to FIELDS
-(and, for --fake-users, its made-up value in fake_user): every format, store, filter, the
-API description and the explorer follow. Each appendix adds to the core by subclassing it and
-overriding hooks it leaves, each hook in one appendix at most; none restates a decision:
+Every decision is made once, here: a resource's fields in its declaration, the routes in
+resource_routes, each rule and message in one function. To add a field to users, write its
+check and add its Field (with a fake value for --fake-users): every format, store, filter,
+the API description and the explorer follow. Each appendix adds to the core by subclassing
+it and overriding hooks it leaves; none restates a decision:
  A. EdgeHandler: strict framing and the Host check (parse_request, read_head), the 413 and
     100-continue (before_reading_body), drained bodies (leave_unread_body), problems for
     http.server's own errors (send_error), the 408 (handle_one_request); the graceful stop.
  B. TeachingHandler: the 412's likely mistake (precondition_detail), PUT's hint to PATCH
-    (replace_user), Prefer (delete_user), problem-only clients (negotiate, respond).
- C. SQLiteStore; CorsHandler (extra_headers, answer_options); FakeApiHandler: --fail-rate
-    (check_caller), --delay and the journal (write_response), /__admin/; DialectHandler: the
-    dialects of front-end libraries (read_list_query, render_page, page_headers).
+    (update), Prefer (send_deleted), problem-only clients (negotiate, respond).
+ C. SQLiteStore, a table per resource in one file; ReferenceHandler: references between
+    resources (check_write, check_delete), nested routes (route_table, list, create,
+    given_by_path, route_path) and _embed and _expand (read_related_query, retrieve,
+    document, element); CorsHandler (extra_headers, answer_options),
+    which a route without CORS (/__admin/) never gets; FakeApiHandler: --fail-rate
+    (check_caller), --delay and the journal (write_response), /__admin/; --load of
+    json-server's db.json; DialectHandler: the dialects of front-end libraries
+    (read_list_query, render_page, page_headers).
  D, E. ExplorerHandler (route_request) and OpenApiHandler add / and /openapi.json; the API
-    description is derived from the routes and FIELDS.
- F. FastHandler keeps the core's answers (format_for, render, users_page) and moves bytes
-    with fewer calls (read_head, write_bytes), never deciding anything itself.
- G. PlainHandler lists Appendices A to E in the order B, D, E, C, A (each a mix-in, as
-    socketserver's are: the order is the method order); DefaultHandler puts F before them.
+    description is derived from the routes and the resources' fields.
+ F. FastHandler keeps the core's answers (format_for, render, page) and moves bytes with
+    fewer calls (read_head, write_bytes), never deciding anything itself.
+ G. PlainHandler composes Appendices A to E as mix-ins and lists the routes they add;
+    DefaultHandler puts F before them.
 
 Use it to learn, to test and as a fake API. http.server is not a hardened server: put a
 real web server in front of it before the internet.
@@ -64,7 +75,9 @@ import html
 import ipaddress
 import itertools
 import json
+import math
 import operator
+import os
 import random
 import re
 import signal
@@ -87,8 +100,10 @@ from xml.parsers import expat
 
 MAX_NAME_LENGTH = 200
 MAX_EMAIL_LENGTH = 254  # the longest address SMTP can carry (RFC 5321 §4.5.3.1.3)
-MAX_USER_ID = 2 ** 63 - 1  # SQLite's largest integer: a larger id can name no user
+MAX_ID = 2 ** 63 - 1  # SQLite's largest integer: a larger id can name no item
 
+MEDIA_TYPES = JSON_TYPE, XML_TYPE, TEXT_XML_TYPE = (  # the formats: named here alone
+    "application/json", "application/xml", "text/xml")
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 1000
 DIGITS = re.compile("[0-9]+")  # ASCII digits only: str.isdigit() also takes "²"
@@ -105,39 +120,56 @@ class ApiError(Exception):
         self.errors, self.headers = list(errors), list(headers)
 
 
-class UserNotFound(ApiError):
-    """404: no user has this id."""
+class NotFound(ApiError):
+    """404: no item of the resource has this id."""
 
-    def __init__(self, user_id):
-        super().__init__(HTTPStatus.NOT_FOUND, "There is no user with id %d." % user_id)
-
-
-class EmailTaken(ApiError):
-    """409: another user already has this email."""
-
-    def __init__(self, email):
-        super().__init__(HTTPStatus.CONFLICT, "Another user already has the email %s "
-                                              "(compared ignoring case)." % email)
+    def __init__(self, resource, item_id):
+        super().__init__(HTTPStatus.NOT_FOUND,
+                         "There is no %s with id %d." % (resource.item, item_id))
 
 
-# -- The routes: which method of UsersHandler answers which verb on which path -------------
-USER_ID = re.compile(r"[1-9][0-9]{0,18}")  # decimal, no leading zero, at most 19 digits
+class Taken(ApiError):
+    """409: another item already has this value of a unique field."""
 
-Route = namedtuple("Route", "path pattern actions allow")
+    def __init__(self, resource, field, value):
+        caseless = " (compared ignoring case)" if field.ignores_case else ""
+        super().__init__(HTTPStatus.CONFLICT, "Another %s already has the %s %s%s." % (
+            resource.item, field.name, value, caseless))
 
 
-def route(path, pattern, actions):
-    """A Route: its OpenAPI path, pattern, handler method per verb, Allow (HEAD with GET)."""
+# -- The routes: which action of UsersHandler answers which verb on which path -------------
+ITEM_ID = re.compile(r"[1-9][0-9]{0,18}")  # decimal, no leading zero, at most 19 digits
+
+Route = namedtuple("Route", "path pattern actions allow resource cors parent")
+"""A route: `resource` is the Resource it serves (None for the others); `cors`: whether a
+page on another origin may read its answers, when --cors allows that origin; `parent`: for
+a nested route (/users/{id}/todos), the parent Resource and the field that refers to it."""
+
+
+def route(path, pattern, actions, resource=None, cors=True, parent=None):
+    """A Route: its OpenAPI path, pattern, action per verb, Allow (HEAD with GET)."""
     verbs = list(actions) + (["HEAD"] if "GET" in actions else []) + ["OPTIONS"]
-    return Route(path, re.compile(pattern), actions, ", ".join(verbs))
+    return Route(path, re.compile(pattern), actions, ", ".join(verbs), resource, cors, parent)
 
 
-ROUTES = [
-    route("/users", r"/users/?", {"GET": "list_users", "POST": "create_user"}),
-    route("/users/{id}", r"/users/(%s)/?" % USER_ID.pattern,
-          {"GET": "get_user", "PUT": "replace_user", "PATCH": "patch_user",
-           "DELETE": "delete_user"}),
-]
+# The actions on a resource, named as Django REST Framework's router names them
+COLLECTION_ACTIONS = {"GET": "list", "POST": "create"}
+ITEM_ACTIONS = {"GET": "retrieve", "PUT": "update", "PATCH": "partial_update",
+                "DELETE": "destroy"}
+SINGULAR_ACTIONS = {"GET": "retrieve_one", "PUT": "update_one", "PATCH": "partial_update_one"}
+ONLY_ID = 1  # a singular resource's one item is kept with this id
+
+
+def resource_routes(resource):
+    """A resource's routes: its collection (/users) and its items (/users/{id}); a singular
+    one's, its path alone (/profile)."""
+    path = re.escape(resource.path)
+    if resource.singular:  # its one item, read, replaced and changed: never made or deleted
+        return [Route(resource.path, re.compile(path + "/?"), SINGULAR_ACTIONS,
+                      "GET, HEAD, PUT, PATCH, OPTIONS", resource, True, None)]
+    return [route(resource.path, path + "/?", COLLECTION_ACTIONS, resource),
+            route(resource.path + "/{id}", r"%s/(%s)/?" % (path, ITEM_ID.pattern),
+                  ITEM_ACTIONS, resource)]
 
 
 def is_under(path, prefix):
@@ -146,14 +178,21 @@ def is_under(path, prefix):
 
 
 def find_route(routes, path):
-    """Return the route for a path and the arguments it captures (a user id); 404 if none."""
+    """Return the route for a path and the arguments it captures (ids), or (None, None)."""
     for candidate in routes:
         match = candidate.pattern.fullmatch(path)
         arguments = [int(group) for group in match.groups()] if match else None
-        if match and max(arguments, default=0) <= MAX_USER_ID:
+        if match and max(arguments, default=0) <= MAX_ID:
             return candidate, arguments
-    raise ApiError(HTTPStatus.NOT_FOUND,
-                   "There is nothing at %s; the users are at /users." % printable(path))
+    return None, None
+
+
+def nothing_at(path, routes):
+    """The 404 for a path no route takes, saying where the resources are."""
+    served = dict.fromkeys(found.resource for found in routes if found.resource is not None)
+    where = in_words(["the %s %s at %s" % (resource.collection, "is" if resource.singular
+                                            else "are", resource.path) for resource in served])
+    return ApiError(HTTPStatus.NOT_FOUND, "There is nothing at %s; %s." % (printable(path), where))
 
 
 # -- The handler: one request after another on one connection ------------------------------
@@ -163,17 +202,21 @@ class UsersHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # persistent connections
     wbufsize = -1  # a response gathers in a buffer, flushed after each request: one write
     server_version = "rest_users/1.0"
-    body_types = ("application/json, application/xml or text/xml (and for PATCH "
-                  "application/merge-patch+json)")
+    body_types = "%s, %s or %s (and for PATCH application/merge-patch+json)" % MEDIA_TYPES
     headers = None  # the request's header fields, once http.server has read them
-    store = None  # the store this request reads and writes: the server's
+    route = None  # the Route this request is for, once found
+    resource = None  # the Resource it is for, if any: the route's
+    store = None  # the store this request reads and writes: the resource's
     body_read = False  # whether this request's body has been read
 
     def handle_api_request(self):
         """Answer the request; any error becomes a problem response here."""
-        self.body_read, self.store = False, self.server.store
+        self.body_read, self.route, self.resource, self.store = False, None, None, None
         try:
             self.route_request()
+        except BadQuery as error:  # found where the resource is not known: say it here
+            error.detail += query_help(self.resource)
+            self.send_problem(error)
         except ApiError as error:
             self.send_problem(error)
         except (socket.timeout, ConnectionError):
@@ -188,20 +231,25 @@ class UsersHandler(BaseHTTPRequestHandler):
     def route_request(self):
         """Check who asks, the path, the method and the format, in that order; then act."""
         path, _, self.query = self.path.partition("?")
+        self.route, arguments = find_route(self.server.routes, path)  # so the 401 knows it
         self.check_caller()
-        found, arguments = find_route(self.server.routes, path)
+        if self.route is None:
+            raise nothing_at(path, self.server.routes)
+        self.resource = self.route.resource
+        if self.resource is not None:
+            self.store = self.server.stores[self.resource.collection]
         if self.command == "OPTIONS":
-            return self.answer_options(found)
-        action = found.actions.get("GET" if self.command == "HEAD" else self.command)
+            return self.answer_options(self.route)
+        action = self.route.actions.get("GET" if self.command == "HEAD" else self.command)
         if action is None:
-            raise ApiError(HTTPStatus.METHOD_NOT_ALLOWED,
-                           "%s does not take %s; it takes %s." % (path, self.command, found.allow),
-                           headers=[("Allow", found.allow)])
+            raise ApiError(HTTPStatus.METHOD_NOT_ALLOWED, "%s does not take %s; it takes %s." % (
+                path, self.command, self.route.allow), headers=[("Allow", self.route.allow)])
         self.format = self.negotiate()
         getattr(self, action)(*arguments)
 
     def check_caller(self):
-        """With a key, a /users request without it is a 401 (RFC 6750) before any other check."""
+        """With a key, a request for a resource without it is a 401 (RFC 6750) before any
+        other check."""
         key, path = self.server.api_key, self.path.partition("?")[0]
         if key is None or self.command == "OPTIONS" or not any(
                 is_under(path, keyed) for keyed in self.server.keyed_paths):
@@ -216,81 +264,139 @@ class UsersHandler(BaseHTTPRequestHandler):
             raise ApiError(HTTPStatus.UNAUTHORIZED, "The Bearer token is not the key.", headers=[
                 ("WWW-Authenticate", 'Bearer realm="users", error="invalid_token"')])
 
-    @classmethod
-    def route_table(cls):
-        """The routes it answers: the core's; an appendix's subclass adds its own to them."""
-        return list(ROUTES)
+    added_routes = []  # the routes an appendix adds (/, /openapi.json): Appendix G lists them
 
     @classmethod
-    def keyed_paths(cls):
+    def route_table(cls, resources=None):
+        """The routes it answers: each resource's (users' when none is named), then those
+        the appendices add."""
+        return [found for resource in resources or [USERS]
+                for found in resource_routes(resource)] + cls.added_routes
+
+    @classmethod
+    def keyed_paths(cls, resources):
         """The paths that, with the paths under them, need the key when there is one."""
-        return ("/users",)
+        return tuple(resource.path for resource in resources)
 
-    # -- the routes ----------------------------------------------------------------------
+    # -- the actions: what each verb does to a resource -----------------------------------
 
-    def list_users(self):
-        """GET /users: a page of users, with X-Total-Count and Link (RFC 8288)."""
-        body, headers = self.users_page(self.query)
+    def list(self):
+        """GET /users: a page of items, with X-Total-Count and Link (RFC 8288)."""
+        body, headers = self.page(self.query)
         self.respond(HTTPStatus.OK, body, self.format.content_type, headers)
 
-    def users_page(self, query_string):
-        """The body and headers of the page of users a query string asks for."""
+    def page(self, query_string):
+        """The body and headers of the page of items a query string asks for."""
+        query_string, related_pairs = self.read_related_query(query_string)
         query, kept = self.read_list_query(query_string)
-        total, users = self.store.list(query)
-        return self.render_page(query, total, users), self.page_headers(query, total, users, kept)
+        kept += related_pairs
+        query = query._replace(filters=query.filters + tuple(  # the path's: /users/1/todos
+            Filter(name, "eq", (value,)) for name, value in self.given_by_path().items()))
+        total, items = self.store.list(query)
+        return self.render_page(query, total, items), self.page_headers(query, total, items, kept)
+
+    def read_related_query(self, query_string):
+        """The query less _embed and _expand (Appendix C), and their pairs for the links: none."""
+        return query_string, ()
 
     def read_list_query(self, query_string):
         """The ListQuery a query string asks for, and the pairs its page links keep."""
         pairs = query_pairs(query_string)
         kept = [(name, value) for name, value in pairs if name not in ("limit", "offset")]
-        return parse_list_query(pairs), kept
+        return parse_list_query(self.resource, pairs), kept
 
-    def render_page(self, query, total, users):
-        """A page of users as bytes in the negotiated format."""
-        return render_users(users, self.format)
+    def render_page(self, query, total, items):
+        """A page of items as bytes in the negotiated format."""
+        return render_items(self.resource, items, self.format, self.document, self.element)
 
-    def page_headers(self, query, total, users, kept):
+    def page_headers(self, query, total, items, kept):
         """X-Total-Count, and the Link header (RFC 8288) to the first, last, next... pages."""
-        return [("X-Total-Count", str(total)), ("Link", page_links(query, total, kept))]
+        return [("X-Total-Count", str(total)),
+                ("Link", page_links(self.route_path(), query, total, kept))]
 
-    def create_user(self):
-        """POST /users: 201 with the new user and its Location."""
-        fields = validate_user(self.read_user_body())
-        user = self.store.create(fields)
-        self.send_user(HTTPStatus.CREATED, user, [("Location", "/users/%d" % user.id)])
+    def create(self):
+        """POST /users: 201 with the new item and its Location."""
+        fields = validate(self.resource, self.read_item_body(), given=self.given_by_path())
+        item = self.store.create(fields, check=self.check_write)
+        self.send_item(HTTPStatus.CREATED, item,
+                       [("Location", "%s/%d" % (self.resource.path, item.id))])
 
-    def get_user(self, user_id):
-        """GET /users/{id}: the user, or 304 when the client's copy is current."""
-        user = self.store.get(user_id)
-        if user is None:
-            raise UserNotFound(user_id)
-        tag, if_none_match = entity_tag(user, self.format), self.headers.get("If-None-Match")
+    def retrieve(self, item_id):
+        """GET /users/{id}: the item, or 304 when the client's copy is current."""
+        item = self.store.get(item_id)
+        if item is None:
+            raise NotFound(self.resource, item_id)
+        tag, if_none_match = entity_tag(item, self.format), self.headers.get("If-None-Match")
         if if_none_match is not None and etag_matches(if_none_match, tag, weak=True):
             return self.respond(HTTPStatus.NOT_MODIFIED, headers=[("ETag", tag)])
-        self.send_user(HTTPStatus.OK, user)
+        self.send_item(HTTPStatus.OK, item)
 
-    def replace_user(self, user_id):
+    def update(self, item_id):
         """PUT /users/{id}: replace every field (no create: 404 when missing)."""
-        self.update_user(user_id, self.read_user_body(), partial=False)
+        self.change(item_id, self.read_item_body(), partial=False)
 
-    def patch_user(self, user_id):
+    def partial_update(self, item_id):
         """PATCH /users/{id}: change the fields given (a JSON merge patch, or partial XML)."""
-        self.update_user(user_id, self.read_user_body(merge_patch=True), partial=True)
+        self.change(item_id, self.read_item_body(merge_patch=True), partial=True)
 
-    def update_user(self, user_id, pairs, partial):
-        """Check If-Match, then the fields, then write: one atomic step inside the store."""
-        def change(current):
+    def change(self, item_id, pairs, partial):
+        """Check If-Match, then the fields, then the rest, then write: one atomic step
+        inside the store."""
+        def changed_fields(current):
             self.check_if_match(current)
-            return validate_user(pairs, path_id=user_id, partial=partial)
-        self.send_user(HTTPStatus.OK, self.store.update(user_id, change))
+            fields = validate(self.resource, pairs, partial=partial,
+                              path_id=None if self.resource.singular else item_id)
+            for name in self.resource.described & set(fields) if partial else ():
+                fields[name] = merge_patch(current[self.resource.position[name]], fields[name])
+            self.check_write(current._replace(**fields))
+            return fields
+        self.send_item(HTTPStatus.OK, self.store.update(item_id, changed_fields))
 
-    def delete_user(self, user_id):
-        """DELETE /users/{id}: 200 with the user as it was, and no ETag (RFC 9110 §9.3.5)."""
-        user = self.store.delete(user_id, self.check_if_match)
-        self.respond(HTTPStatus.OK, self.render(user), self.format.content_type)
+    def destroy(self, item_id):
+        """DELETE /users/{id}: 200 with the item as it was, and no ETag (RFC 9110 §9.3.5)."""
+        self.send_deleted(self.store.delete(item_id, self.check_delete))
+
+    def send_deleted(self, item):
+        """The answer to a DELETE: the item as it was (Appendix B honours Prefer)."""
+        self.respond(HTTPStatus.OK, self.render(item), self.format.content_type)
+
+    def retrieve_one(self):
+        """GET /profile: a singular resource's item."""
+        self.retrieve(ONLY_ID)
+
+    def update_one(self):
+        """PUT /profile: replace a singular resource's item."""
+        self.update(ONLY_ID)
+
+    def partial_update_one(self):
+        """PATCH /profile: change some of a singular resource's fields."""
+        self.partial_update(ONLY_ID)
+
+    def given_by_path(self):
+        """The fields a route's path gives (Appendix C's /users/1/todos: userId 1): none."""
+        return {}
+
+    def route_path(self):
+        """The path of the route asked for, as its links write it: /users."""
+        return self.resource.path
+
+    def check_write(self, item):
+        """A write's checks after its fields' (Appendix C checks its references): an answer
+        in XML needs a json field's keys to be element names."""
+        bad = [name for name in self.resource.described if self.format is not JSON
+               and not has_xml_names(item[self.resource.position[name]])]
+        if bad:
+            raise ApiError(HTTPStatus.UNPROCESSABLE_ENTITY, "The %s is not valid; see the "
+                           "errors for %s." % (self.resource.item, ", ".join(bad)), errors=[
+                               (name, "has a key that is not an XML name, or a character XML "
+                                      "cannot carry; ask for JSON") for name in bad])
+
+    def check_delete(self, item):
+        """A delete's checks: If-Match (Appendix C adds that no item refers to it)."""
+        self.check_if_match(item)
 
     def answer_options(self, found):
-        """OPTIONS: 204 with Allow, whether or not a user exists: it describes the route."""
+        """OPTIONS: 204 with Allow, whether or not an item exists: it describes the route."""
         self.respond(HTTPStatus.NO_CONTENT, headers=[("Allow", found.allow)])
 
     # -- checks ----------------------------------------------------------------------------
@@ -299,8 +405,8 @@ class UsersHandler(BaseHTTPRequestHandler):
         """The response format the Accept header asks for; 406 when it takes neither."""
         fmt = self.format_for(self.headers.get("Accept", ""))
         if fmt is None:
-            raise ApiError(HTTPStatus.NOT_ACCEPTABLE, "This service answers in application/json, "
-                           "application/xml or text/xml, and Accept takes none of them.")
+            raise ApiError(HTTPStatus.NOT_ACCEPTABLE, "This service answers in %s, %s or %s, and "
+                           "Accept takes none of them." % MEDIA_TYPES)
         return fmt
 
     def format_for(self, accept):
@@ -331,11 +437,12 @@ class UsersHandler(BaseHTTPRequestHandler):
     def before_reading_body(self, length):
         """Nothing to do here (the edge refuses a large body, and sends 100 Continue)."""
 
-    def read_user_body(self, merge_patch=False):
+    def read_item_body(self, merge_patch=False):
         """Read the body and parse it as its Content-Type says into (field, value) pairs."""
         body = self.read_body()
         if not body:
-            raise ApiError(HTTPStatus.BAD_REQUEST, "This request needs a user in its body.")
+            raise ApiError(HTTPStatus.BAD_REQUEST,
+                           "This request needs %s in its body." % a_or_an(self.resource.item))
         media_type, charset = parse_content_type(self.headers.get("Content-Type", ""))
         reader = BODY_READERS.get(media_type)
         if reader is None or charset not in (None, "utf-8") or (
@@ -347,30 +454,38 @@ class UsersHandler(BaseHTTPRequestHandler):
             text = body.decode("utf-8")
         except UnicodeDecodeError:
             raise ApiError(HTTPStatus.BAD_REQUEST, "The body is not valid UTF-8.") from None
-        return reader(text)
+        return reader(text, self.resource)
 
-    def check_if_match(self, user):
+    def check_if_match(self, item):
         """A 412 unless If-Match names the current tag: no change overwritten unseen."""
         header = self.headers.get("If-Match")
-        if header is not None and not etag_matches(header, entity_tag(user, self.format),
+        if header is not None and not etag_matches(header, entity_tag(item, self.format),
                                                    weak=False):
             raise ApiError(HTTPStatus.PRECONDITION_FAILED, self.precondition_detail(header))
 
     def precondition_detail(self, header):
         """What a 412 says (Appendix B names the likely mistake)."""
-        return ("The user has changed since you read it (If-Match does not name its current "
-                "ETag); GET it again and retry.")
+        return ("The %s has changed since you read it (If-Match does not name its current "
+                "ETag); GET it again and retry." % self.resource.item)
 
     # -- writing responses -----------------------------------------------------------------
 
-    def render(self, user):
-        """One user in the negotiated format."""
-        return render_user(user, self.format)
+    def render(self, item):
+        """One item in the negotiated format."""
+        return render_item(self.resource, item, self.format, self.document, self.element)
 
-    def send_user(self, status, user, headers=()):
-        """Send one user with its ETag."""
-        self.respond(status, self.render(user), self.format.content_type,
-                     [("ETag", entity_tag(user, self.format))] + list(headers))
+    def document(self, resource, item):
+        """An item's JSON object (Appendix C adds the items _embed and _expand ask for)."""
+        return item_document(resource, item)
+
+    def element(self, resource, item):
+        """An item's XML element (Appendix C adds the items _embed and _expand ask for)."""
+        return item_element(resource, item)
+
+    def send_item(self, status, item, headers=()):
+        """Send one item with its ETag."""
+        self.respond(status, self.render(item), self.format.content_type,
+                     [("ETag", entity_tag(item, self.format))] + list(headers))
 
     def send_problem(self, error):
         """Send an ApiError as problem details, in XML when the client prefers XML."""
@@ -437,9 +552,10 @@ ASCII_LOWERCASE = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
 WHITE_SPACE = re.compile(r"\s")  # the characters str.isspace() takes
 
 
-def email_key(email):
-    """The email as uniqueness sees it: ASCII letters folded to lower case, as SQLite's NOCASE."""
-    return email.translate(ASCII_LOWERCASE)
+def caseless_key(text):
+    """Text as a caseless field compares it (an email): ASCII letters folded to lower case,
+    as SQLite's NOCASE folds them."""
+    return text.translate(ASCII_LOWERCASE)
 
 
 def printable(text):
@@ -450,7 +566,7 @@ def printable(text):
 def describe(value):
     """Name the kind of a value a client sent; a body reader's own kind names itself."""
     kinds = {type(None): "null", bool: "true or false", int: "a number", float: "a number",
-             ObjectPairs: "an object", list: "an array"}
+             ObjectPairs: "an object", dict: "an object", list: "an array", str: "a string"}
     return kinds.get(type(value)) or str(value)
 
 
@@ -464,28 +580,50 @@ def check_text(value):
 
 
 def check_name(value):
-    """Say what is wrong with a name, or return None."""
-    problem = check_text(value)
-    if problem is None and (not value or value.isspace()):
-        problem = "must not be empty or only white space"
-    if problem is None and len(value) > MAX_NAME_LENGTH:
-        problem = "must be at most %d characters long" % MAX_NAME_LENGTH
-    return problem
+    """Say what is wrong with a name besides its type and length, or return None."""
+    if not value or value.isspace():
+        return "must not be empty or only white space"
+    return None
 
 
 def check_email(value):
-    """Say what is wrong with an email address, or return None."""
-    problem = check_text(value)
-    if problem is None and len(value) > MAX_EMAIL_LENGTH:
-        problem = "must be at most %d characters long" % MAX_EMAIL_LENGTH
-    if problem is None and WHITE_SPACE.search(value):
-        problem = "must not contain white space"
-    if problem is None:
-        local, _, domain = value.partition("@")
-        if not local or not domain or "@" in domain:
-            problem = "must have one @ with text on both sides, like ada@example.com"
-    return problem
+    """Say what is wrong with an email address besides its type and length, or return None."""
+    if WHITE_SPACE.search(value):
+        return "must not contain white space"
+    local, _, domain = value.partition("@")
+    if not local or not domain or "@" in domain:
+        return "must have one @ with text on both sides, like ada@example.com"
+    return None
 
+
+def check_integer(value):
+    """Say what is wrong with an integer field's value in general, or return None."""
+    if type(value) is not int:  # bool is an int too, but not an integer here
+        return "must be a whole number, not " + describe(value)
+    if not -MAX_ID - 1 <= value <= MAX_ID:
+        return "must be a whole number from %d to %d" % (-MAX_ID - 1, MAX_ID)
+    return None
+
+
+def check_number(value):
+    """Say what is wrong with a number field's value in general, or return None."""
+    if type(value) not in (int, float):
+        return "must be a number, not " + describe(value)
+    if not math.isfinite(value):  # 1e400: JSON allows it, a 64-bit float holds no such number
+        return "is too large: a number must be finite, from about -1.8e308 to 1.8e308"
+    if type(value) is int and not -MAX_ID - 1 <= value <= MAX_ID:  # SQLite's integers
+        return "must be written with a fraction or an exponent when so large"
+    return None
+
+
+def check_boolean(value):
+    """Say what is wrong with a boolean field's value in general, or return None."""
+    return None if type(value) is bool else "must be true or false, not " + describe(value)
+
+
+TYPE_CHECKS = {"string": check_text, "integer": check_integer, "number": check_number,
+               "boolean": check_boolean, "json": lambda value: (  # json: any JSON value
+                   "must be JSON, not " + describe(value) if isinstance(value, XmlValue) else None)}
 
 # The same rules as JSON Schema patterns, for the API description: no control characters
 # or non-characters; a name not only white space (Python's str.isspace() counts U+0085 as
@@ -494,42 +632,132 @@ PATTERN_CHARACTER = "[^\\u0000-\\u001f\\u007f\\ufffe\\uffff]"
 PATTERN_VISIBLE = "[^\\s\\u0000-\\u001f\\u007f\\u0085\\ufffe\\uffff]"
 PATTERN_EMAIL_PART = "[^@\\s\\u0000-\\u001f\\u007f\\u0085\\ufffe\\uffff]+"
 
-Field = namedtuple("Field", "name check required ignores_case searched schema example")
-"""One field of a user. `check` says what is wrong with a value, or None; a field not
-`required` may be left out, and its "none" is None everywhere (JSON null, no XML element,
-SQL NULL); `ignores_case`: equal ignoring ASCII case, as SQLite's NOCASE; `searched`: q looks
-in it; `schema`: its JSON Schema; `example`: a value for the API description."""
+
+class Field:
+    """A field: its name and type. It is `required`, has a `default`, or is optional (its
+    none: JSON null, no XML element, SQL NULL). `unique`, `ignores_case` (ASCII, as NOCASE),
+    `searched` by q, `refers_to` a collection; `check`: what else is wrong with a value;
+    `fake`: a made-up value for an id; `schema`: JSON Schema for the API description."""
+
+    def __init__(self, name, type="string", *, required=False, default=None,
+                 unique=False, ignores_case=False, searched=None, refers_to=None,
+                 max_length=None, check=None, example=None, fake=None, schema=None):
+        if type not in TYPE_CHECKS:
+            raise ValueError("a field's type is one of %s, not %r" % (
+                ", ".join(TYPE_CHECKS), type))
+        self.name, self.type, self.required, self.default = name, type, required, default
+        self.unique, self.ignores_case, self.refers_to = unique, ignores_case, refers_to
+        self.searched = type == "string" if searched is None else searched
+        self.max_length, self.check, self.example, self.fake = max_length, check, example, fake
+        self.schema = {"type": type} if type != "json" else {}  # for the API description
+        self.schema.update((key, value) for key, value in (schema or {}).items()
+                           if key == "minLength")  # the bounds in their usual order
+        self.schema.update({"maxLength": max_length} if max_length else {}, **schema or {})
+
+
+class Resource:
+    """A resource: its collection (the path /users, the list's XML element <users>), its
+    item (<user>, "There is no user with id 9.") and its fields. Everything the service
+    knows of a resource, it reads here."""
+
+    def __init__(self, collection, fields, *, item=None, singular=False):
+        if item is None and not collection.endswith("s") and not singular:
+            raise ValueError("the collection %s does not end in s: name its item, as "
+                             "Resource(%r, fields, item=...)" % (collection, collection))
+        self.collection, self.item = collection, item or (
+            collection if singular else collection[:-1])
+        self.singular = singular  # one item, with no id shown and no list: /profile
+        self.path, self.fields = "/" + collection, tuple(fields)
+        self.field_names = tuple(field.name for field in self.fields)
+        self.fields_by_name = {field.name: field for field in self.fields}
+        self.stored = ("id",) + self.field_names  # an item's values, in order
+        self.columns, self.shown = self.stored[singular:], int(singular)  # what a client sees
+        self.position = {name: index for index, name in enumerate(self.stored)}
+        self.caseless = frozenset(field.name for field in self.fields if field.ignores_case)
+        self.searched = tuple(field.name for field in self.fields if field.searched)
+        self.unique = tuple(field for field in self.fields if field.unique)
+        self.references = tuple(field for field in self.fields if field.refers_to)
+        self.described = frozenset(field.name for field in self.fields if field.type == "json")
+        self.Item = namedtuple(self.item.capitalize(), self.stored + ("version",), rename=True)
+        self.sorted_by = ("id",) + tuple(field.name for field in self.fields
+                                         if field.type != "json")  # a json field is neither
+        self.sort_keys = tuple(sign + name for name in self.sorted_by for sign in ("", "-"))
+        self.list_parameters = (("limit", "offset", "sort") + self.sorted_by[1:]  # a filter
+                                + ("q",))  # per field
+
+
+# --fake-users: 64 given names times 64 family names, then again with a middle initial
+GIVEN_NAMES = """Ada Grace Alan Katherine Edsger Barbara Donald Margaret Dennis Frances Ken
+    Radia Tim Hedy John Annie Linus Sophie Guido Karen Niklaus Jean Claude Mary Leslie Shafi
+    Vint Adele Bjarne Lynn Dorothy Charles Evelyn Fernando Susan Martin Carol Robert Elizabeth
+    Peter Anita James Joan Brian Ruth Richard Sally Whitfield Cynthia Yukihiro Betty Larry
+    Marian Andrew Frieda Rasmus Kathleen Tony Ivan Lois Ward Hal Irma Alonzo""".split()
+FAMILY_NAMES = """Lovelace Hopper Turing Johnson Dijkstra Liskov Knuth Hamilton Ritchie Allen
+    Thompson Perlman Lamarr McCarthy Easley Torvalds Wilson Wirth Sammet Shannon Lamport
+    Goldwasser Cerf Goldberg Stroustrup Conway Vaughan Babbage Boole Kernighan Pike Cox
+    Stallman Diffie Dwork Matsumoto Holberton Wall Backus Tanenbaum Lerdorf Booth Hoare
+    Sutherland Kay Engelbart Hellman Rivest Shamir Adleman Cunningham Abelson Sussman Church
+    Gosling Bartik Estrin Clarke Hollerith Neumann Minsky Hamming Moore Keller""".split()
+
+
+def fake_person(user_id):
+    """The same made-up name and email for an id on every run, like Grace Hopper,
+    grace.hopper.17@example.com."""
+    pairs = len(GIVEN_NAMES) * len(FAMILY_NAMES)
+    pair = (user_id - 1) * 1237 % pairs  # 1237 shares no factor with 4096: each pair once
+    given, family = GIVEN_NAMES[pair % len(GIVEN_NAMES)], FAMILY_NAMES[pair // len(GIVEN_NAMES)]
+    initial = (user_id - 1) // pairs % 27  # 0 for the first 4096 users: no initial
+    middle = " %s. " % chr(ord("A") + initial - 1) if initial else " "
+    return given + middle + family, "%s.%s.%d@example.com" % (given.lower(), family.lower(),
+                                                              user_id)
+
 
 # Everything that knows a user's fields reads them here: validation, both stores and the
 # SQLite schema, JSON and XML, the list's filters and sort keys, the API description and the
-# explorer's form. Every field sorts by code point, and filters by equality.
-FIELDS = (
-    Field("name", check_name, required=True, ignores_case=False, searched=True,
-          schema={"type": "string", "minLength": 1, "maxLength": MAX_NAME_LENGTH,
-                  "pattern": "^{0}*{1}{0}*$".format(PATTERN_CHARACTER, PATTERN_VISIBLE)},
+# explorer's form.
+USERS = Resource("users", [
+    Field("name", required=True, max_length=MAX_NAME_LENGTH, check=check_name,
+          fake=lambda user_id: fake_person(user_id)[0],
+          schema={"minLength": 1, "pattern": "^{0}*{1}{0}*$".format(PATTERN_CHARACTER,
+                                                                    PATTERN_VISIBLE)},
           example="Ada Lovelace"),
-    Field("email", check_email, required=True, ignores_case=True, searched=True,
-          schema={"type": "string", "minLength": 3, "maxLength": MAX_EMAIL_LENGTH,
-                  "pattern": "^%s@%s$" % (PATTERN_EMAIL_PART, PATTERN_EMAIL_PART)},
+    Field("email", required=True, unique=True, ignores_case=True, max_length=MAX_EMAIL_LENGTH,
+          check=check_email, fake=lambda user_id: fake_person(user_id)[1],
+          schema={"minLength": 3, "pattern": "^%s@%s$" % (PATTERN_EMAIL_PART,
+                                                          PATTERN_EMAIL_PART)},
           example="ada@example.com"),
-)
-FIELD_NAMES = tuple(field.name for field in FIELDS)
-FIELDS_BY_NAME = {field.name: field for field in FIELDS}
-CASELESS = frozenset(field.name for field in FIELDS if field.ignores_case)
-SEARCHED = tuple(field.name for field in FIELDS if field.searched)  # where q looks
-
-User = namedtuple("User", ("id",) + FIELD_NAMES + ("version",))
+])
+User = USERS.Item
 """One user, never changed in place; `version` grows with every change, and so does the ETag."""
 
 
-def new_user(user_id, values, version=1):
-    """A User with these {field: value}s; an optional field not among them is None."""
-    return User(user_id, *[values.get(name) for name in FIELD_NAMES], version)
+def new_item(resource, item_id, values, version=1):
+    """An item with these {field: value}s; an optional field not among them is None."""
+    return resource.Item(item_id, *[values.get(name) for name in resource.field_names], version)
+
+
+def a_or_an(word):
+    """A word with its indefinite article: "a user", "an order"."""
+    return ("an " if word[:1].lower() in "aeio" else "a ") + word  # "a user": u sounds as "you"
 
 
 def in_words(names, conjunction="and"):
     """Names as a sentence lists them: "name and email", "name, email and phone"."""
-    return (" %s " % conjunction).join(filter(None, [", ".join(names[:-1]), names[-1]]))
+    return (" %s " % conjunction).join(filter(None, [", ".join(names[:-1])] + list(names[-1:])))
+
+
+def merge_patch(target, patch):
+    """A json field's value with a patch merged in, as RFC 7396 §2 merges: recursively, a
+    null removing its key."""
+    if not isinstance(patch, dict):
+        return patch
+    merged = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            merged.pop(key, None)
+        else:
+            merged[key] = merge_patch(merged.get(key), value)
+    return merged
 
 
 def check_id(value, path_id):
@@ -541,45 +769,64 @@ def check_id(value, path_id):
     return None
 
 
-def check_field(name, value, path_id):
+def check_value(field, value):
+    """Say what is wrong with a field's value: its type, its length, then its own check."""
+    problem = TYPE_CHECKS[field.type](value)
+    if problem is None and field.max_length is not None and len(value) > field.max_length:
+        problem = "must be at most %d characters long" % field.max_length
+    if problem is None and field.check is not None:
+        problem = field.check(value)
+    return problem
+
+
+def check_field(resource, name, value, path_id, given):
     """Say what is wrong with one (field, value) of a body, or return None."""
     if name == "id":
         return check_id(value, path_id)
-    field = FIELDS_BY_NAME.get(name)
+    if name in given:  # the path says it: /users/1/todos gives userId 1
+        return check_id(value, given[name])
+    field = resource.fields_by_name.get(name)
     if field is None:
-        return "is not a field of a user; the fields are " + in_words(FIELD_NAMES)
-    if value is None and not field.required:
+        return "is not a field of %s; %s" % (a_or_an(resource.item), "the fields are " + in_words(
+            resource.field_names) if resource.fields else "it has none")
+    if value is None and not field.required and field.default is None:
         return None  # an optional field's none: left out, or removed by a merge patch
-    return field.check(value)
+    return check_value(field, value)
 
 
-def validate_user(pairs, *, path_id=None, partial=False):
-    """Check a body's (field, value) pairs and return the user's fields as a dict; one 422
+def validate(resource, pairs, *, path_id=None, partial=False, given=None):
+    """Check a body's (field, value) pairs and return the item's fields as a dict; one 422
     lists every bad field. PUT and PATCH pass the path's id; `partial` (PATCH) leaves the
-    fields not given as they are, where a whole user (POST, PUT) has them none."""
+    fields not given as they are, where a whole item (POST, PUT) has them none or default.
+    `given`: the fields a nested POST's path gives, which its body may leave out."""
+    given = given or {}
     fields, errors, seen = {}, [], set()
     for name, value in pairs:
-        problem = "is given more than once" if name in seen else check_field(name, value, path_id)
+        problem = ("is given more than once" if name in seen
+                   else check_field(resource, name, value, path_id, given))
         if problem:
             errors.append((printable(name), problem))
         elif name != "id":
-            fields[name] = value
+            fields[name] = plain_json(value) if name in resource.described else value
         seen.add(name)
+    fields.update((name, given[name]) for name in given.keys() - seen)  # the path's, if left out
+    seen.update(given)
     if not partial:
-        errors += [(field.name, "is required") for field in FIELDS
+        errors += [(field.name, "is required") for field in resource.fields
                    if field.required and field.name not in seen]
-        fields = {name: fields.get(name) for name in FIELD_NAMES}
+        fields = {field.name: fields.get(field.name) if field.name in seen else field.default
+                  for field in resource.fields}
     if errors:
         names = ", ".join(dict.fromkeys(field for field, _ in errors))
-        raise ApiError(HTTPStatus.UNPROCESSABLE_ENTITY,
-                       "The user is not valid; see the errors for %s." % names, errors=errors)
+        raise ApiError(HTTPStatus.UNPROCESSABLE_ENTITY, "The %s is not valid; see the errors "
+                       "for %s." % (resource.item, names), errors=errors)
     return fields
 
 
 # -- Storage -----------------------------------------------------------------------------
 # Every store has the same few methods, so the handler need not know which it has (SQLite's
 # is in Appendix C). update() and delete() take a function the store calls on the current
-# user while it holds its lock: so a precondition (If-Match) and its write are one step.
+# item while it holds its lock: so a precondition (If-Match) and its write are one step.
 
 ListQuery = namedtuple("ListQuery", "limit offset sort filters q")
 """What GET /users asks for: a page, sort keys ("-id": descending), Filters, and q or None."""
@@ -587,127 +834,152 @@ Filter = namedtuple("Filter", "field test values")
 """One condition: Filter("name", "eq", ("Ada", "Alan")) passes the users named Ada or Alan."""
 
 
-class MemoryStore:
-    """Users in a dict from id to User under one lock, gone when the process ends. A write
-    puts in a new User, never changes one: a reader gets a whole version, old or new."""
+def unique_key(field, value):
+    """A unique field's value as uniqueness sees it: ignoring ASCII case, as SQLite's NOCASE
+    does, where the field says so."""
+    return caseless_key(value) if field.ignores_case and value is not None else value
 
-    kept_in = "memory, lost when the server stops"  # where the users are, for people
+
+class MemoryStore:
+    """A resource's items in a dict from id to item under one lock, gone when the process
+    ends. A write puts in a new item, never changes one: a reader gets a whole version."""
+
+    kept_in = "memory, lost when the server stops"  # where the items are, for people
     changes = 0  # writes made so far: a page read between the same two writes is the same
 
-    def __init__(self, users=()):  # users to start with: checked, with ids, emails differing
-        self.lock = threading.Lock()
-        self.users = {user.id: user for user in sorted(users)}  # in id order, as ids only grow
-        self.ids_by_email = {email_key(user.email): user.id for user in users}  # no scan
-        self.last_id = max(self.users, default=0)  # never reused, not even after a delete
+    def __init__(self, items=(), resource=USERS, shared=None):  # items: checked, with ids
+        # one lock for the stores of a server (shared: another's), so that a reference is
+        # checked and written in one step; reentrant, as such a check reads another store
+        self.lock, self.resource = shared.lock if shared else threading.RLock(), resource
+        self.start(items)
 
-    def get(self, user_id):
-        """Return the user with this id, or None."""
+    def start(self, items):
+        """Hold these items and none else; the caller holds the lock, or is __init__."""
+        self.items = {item.id: item for item in sorted(items)}  # in id order, as ids only grow
+        self.taken = {field.name: {unique_key(field, item[self.resource.position[field.name]]):
+                                   item.id for item in items}
+                      for field in self.resource.unique}  # unique values: found with no scan
+        self.last_id = max(self.items, default=0)  # never reused, not even after a delete
+
+    def get(self, item_id):
+        """Return the item with this id, or None."""
         with self.lock:
-            return self.users.get(user_id)
+            return self.items.get(item_id)
 
     def list(self, query):
-        """Return (how many users match the query, the page of them)."""
+        """Return (how many items match the query, the page of them)."""
         with self.lock:
-            matches = list(self.users.values())
-        if not selects_everyone(query):
-            matches = [user for user in matches if self.passes(user, query)]
+            matches = list(self.items.values())
+        matches = [item for item in matches if self.passes(item, query)]
         # sort() keeps equal keys' order, even reversed: ties follow later keys, then id
         for key in reversed(query.sort):
-            matches.sort(key=sort_value(key.lstrip("-")), reverse=key[0] == "-")
+            matches.sort(key=sort_value(self.resource, key.lstrip("-")), reverse=key[0] == "-")
         return len(matches), matches[query.offset:query.offset + query.limit]
 
-    def passes(self, user, query):
-        """Whether a user passes every Filter, and has q in a searched field."""
-        return all(self.passes_filter(getattr(user, field), field, test, values)
+    def passes(self, item, query):
+        """Whether an item passes every Filter, and has q in a searched field."""
+        position = self.resource.position
+        return all(self.passes_filter(item[position[field]], field, test, values)
                    for field, test, values in query.filters) and (
-            query.q is None or has_text(user, query.q))
+            query.q is None or has_text(self.resource, item, query.q))
 
     def passes_filter(self, value, field, test, values):
         """Whether a field passes a Filter: here eq, one of the values (email: any ASCII case)."""
-        if field in CASELESS and value is not None:
-            return email_key(value) in [email_key(each) for each in values]
+        if field in self.resource.caseless and value is not None:
+            return caseless_key(value) in [caseless_key(each) for each in values]
         return value in values
 
-    def create(self, fields, write=True):
-        """Add a user with these {field: value}s and return it; 409 if its email is taken.
-        write=False checks the write, and makes it not (as update and delete take it too)."""
+    def create(self, fields, write=True, check=None):
+        """Add an item with these {field: value}s, after check(item) has passed, and return
+        it; 409 if a unique value is taken. write=False checks the write, and makes it not
+        (as update and delete take it)."""
         with self.lock:
-            self.check_email_is_free(fields["email"])
+            item = new_item(self.resource, self.last_id + 1, fields)
+            if check is not None:
+                check(item)
+            self.check_unique(item)
             if not write:
                 return None
             self.last_id += 1
-            user = new_user(self.last_id, fields)
-            self.users[user.id] = user
-            self.ids_by_email[email_key(user.email)] = user.id
+            self.items[item.id] = item
+            self.index(item)
             self.changes += 1
-            return user
+            return item
 
-    def update(self, user_id, change, write=True):
-        """Apply change(current user) -> {field: value} and return the updated user."""
+    def update(self, item_id, change, write=True):
+        """Apply change(current item) -> {field: value} and return the updated item."""
         with self.lock:
-            current = self.users.get(user_id)
+            current = self.items.get(item_id)
             if current is None:
-                raise UserNotFound(user_id)
-            user = current._replace(version=current.version + 1, **change(current))
-            if email_key(user.email) != email_key(current.email):
-                self.check_email_is_free(user.email)
+                raise NotFound(self.resource, item_id)
+            item = current._replace(version=current.version + 1, **change(current))
+            self.check_unique(item, current)
             if not write:
-                return user
-            del self.ids_by_email[email_key(current.email)]
-            self.ids_by_email[email_key(user.email)] = user_id
-            self.users[user_id] = user
+                return item
+            self.index(current, remove=True)
+            self.index(item)
+            self.items[item_id] = item
             self.changes += 1
-            return user
+            return item
 
-    def delete(self, user_id, check, write=True):
-        """Delete the user after check(current user) has passed, and return it."""
+    def delete(self, item_id, check, write=True):
+        """Delete the item after check(current item) has passed, and return it."""
         with self.lock:
-            current = self.users.get(user_id)
+            current = self.items.get(item_id)
             if current is None:
-                raise UserNotFound(user_id)
+                raise NotFound(self.resource, item_id)
             check(current)
             if not write:
                 return current
-            del self.users[user_id]
-            del self.ids_by_email[email_key(current.email)]
+            del self.items[item_id]
+            self.index(current, remove=True)
             self.changes += 1
             return current
 
-    def check_email_is_free(self, email):
-        """Raise the 409 if another user has this email (the caller holds the lock)."""
-        if email_key(email) in self.ids_by_email:
-            raise EmailTaken(email)
+    def check_unique(self, item, current=None):
+        """Raise the 409 if another item has a unique value of this one (the caller holds
+        the lock); a none is never taken."""
+        for field in self.resource.unique:
+            value = item[self.resource.position[field.name]]
+            owner = self.taken[field.name].get(unique_key(field, value))
+            if value is not None and owner is not None and owner != item.id:
+                raise Taken(self.resource, field, value)
+
+    def index(self, item, remove=False):
+        """Note an item's unique values as taken, or as free again (the caller holds the lock)."""
+        for field in self.resource.unique:
+            key = unique_key(field, item[self.resource.position[field.name]])
+            if remove:
+                self.taken[field.name].pop(key, None)
+            elif key is not None:
+                self.taken[field.name][key] = item.id
 
     def close(self):
-        """Nothing to close: the users go with the process."""
+        """Nothing to close: the items go with the process."""
 
 
-def has_text(user, text):
-    """Whether a searched field of the user contains the text, ignoring case as
+def has_text(resource, item, text):
+    """Whether a searched field of the item contains the text, ignoring case as
     str.casefold() does on both sides ("LOVE" is in "Ada Lovelace")."""
-    values = [getattr(user, name) for name in SEARCHED]
-    return any(text.casefold() in value.casefold() for value in values if value is not None)
+    values = [item[resource.position[name]] for name in resource.searched]
+    return any(text.casefold() in value.casefold() for value in values
+               if isinstance(value, str))
 
 
-def selects_everyone(query):
-    """Whether every user passes the query: it has no Filter and no q."""
-    return not query.filters and query.q is None
-
-
-def sort_value(name):
+def sort_value(resource, name):
     """The sort key of a field: its value, where None (an optional field's none) comes
     first, as NULL does in SQLite."""
-    field = FIELDS_BY_NAME.get(name)
-    if field is None or field.required:  # the id, or a field every user has
-        return operator.attrgetter(name)
-    return lambda user: (getattr(user, name) is not None, getattr(user, name))
+    position, field = resource.position[name], resource.fields_by_name.get(name)
+    if field is None or field.required:  # the id, or a field every item has
+        return operator.itemgetter(position)
+    return lambda item: (item[position] is not None, item[position])
 
 
-# -- Representations: users, lists and problem details, in JSON and in XML ----------------
+# -- Representations: items, lists and problem details, in JSON and in XML ----------------
 Format = namedtuple("Format", "name content_type problem_type")
-JSON = Format("json", "application/json; charset=utf-8", "application/problem+json")
-XML = Format("xml", "application/xml; charset=utf-8", "application/problem+xml")
-TEXT_XML = Format("xml", "text/xml; charset=utf-8", "application/problem+xml")
+JSON = Format("json", JSON_TYPE + "; charset=utf-8", "application/problem+json")
+XML = Format("xml", XML_TYPE + "; charset=utf-8", "application/problem+xml")
+TEXT_XML = Format("xml", TEXT_XML_TYPE + "; charset=utf-8", "application/problem+xml")
 
 
 JSON_ENCODER = json.JSONEncoder(ensure_ascii=False)  # non-ASCII characters as themselves
@@ -723,39 +995,87 @@ def xml_bytes(element):
     return ElementTree.tostring(element, encoding="unicode").encode("utf-8")
 
 
-def xml_element(tag, children=(), **fields):
-    """An element with a text child per field that is not None, then the child elements."""
+def xml_element(tag, fields, children=(), described=()):
+    """An element with a child per field that is not None, then the child elements; the
+    fields named in `described` (json fields) say their types."""
     element = ElementTree.Element(tag)
     for name, value in fields.items():
         if value is not None:
-            ElementTree.SubElement(element, name).text = str(value)
+            add_xml_value(element, name, value, name in described)
     element.extend(children)
     return element
 
 
-def user_document(user):
-    """One user as the JSON object a client sees: its id and fields, paired with their names
+def add_xml_value(parent, name, value, described=False):
+    """Add a value as a child element: text, as JSON writes it unless a string. A json
+    field's value says its type unless it is a string, an object's or array's members as
+    elements (an array's each an <item>), so that it reads back the same."""
+    child = ElementTree.SubElement(parent, name)
+    if isinstance(value, str):
+        child.text = value
+    elif described and value is None:
+        child.set("type", "null")
+    elif described and isinstance(value, (list, dict)):
+        child.set("type", "array" if isinstance(value, list) else "object")
+        members = value.items() if isinstance(value, dict) else (("item", each) for each in value)
+        for key, member in members:
+            add_xml_value(child, key, member, True)
+    else:
+        child.text = json_text(value)
+        if described:
+            child.set("type", "boolean" if isinstance(value, bool) else "number")
+
+
+XML_NAME = re.compile(r"(?!xml)[^\W\d][\w.-]*", re.IGNORECASE)  # what an element may be named
+
+
+def has_xml_names(value):
+    """Whether XML can carry a json field's value: every key (at any depth) can name an
+    element, and no string holds a character XML 1.0 cannot carry."""
+    if isinstance(value, dict):
+        return all(XML_NAME.fullmatch(key) and has_xml_names(member)
+                   for key, member in value.items())
+    if isinstance(value, str):
+        return not XML_INVALID.search(value)
+    return all(map(has_xml_names, value)) if isinstance(value, list) else True
+
+
+def json_text(value):
+    """A value that is not a string, as JSON writes it: true, 3, 2.5."""
+    return JSON_ENCODER.encode(value)
+
+
+def item_document(resource, item):
+    """One item as the JSON object a client sees: its id and fields, paired with their names
     in order; the version, last, is left out (it is in the ETag)."""
-    return dict(zip(("id",) + FIELD_NAMES, user))
+    return dict(zip(resource.columns, item[resource.shown:]))  # a singular one has no id
 
 
-def user_element(user):
-    """One user as an XML element: <user><id>1</id><name>Ada</name>...</user>."""
-    return xml_element("user", **user_document(user))
+def item_element(resource, item):
+    """One item as an XML element: <user><id>1</id><name>Ada</name>...</user>; a 406 when a
+    json field has a key that cannot name an element (JSON can carry it)."""
+    for name in resource.described:
+        if not has_xml_names(item[resource.position[name]]):
+            raise ApiError(HTTPStatus.NOT_ACCEPTABLE, "The %s's %s has a key that is not an "
+                           "XML name, or a character XML cannot carry; ask for JSON." % (
+                               resource.item, name))
+    return xml_element(resource.item, item_document(resource, item), (), resource.described)
 
 
-def render_user(user, fmt):
-    """One user as bytes in the format."""
+def render_item(resource, item, fmt, document=item_document, element=item_element):
+    """One item as bytes in the format, its JSON object or XML element made by document()
+    or element()."""
     if fmt is JSON:
-        return json_bytes(user_document(user))
-    return xml_bytes(user_element(user))
+        return json_bytes(document(resource, item))
+    return xml_bytes(element(resource, item))
 
 
-def render_users(users, fmt):
-    """A list of users as bytes in the format."""
+def render_items(resource, items, fmt, document=item_document, element=item_element):
+    """A list of items as bytes in the format."""
     if fmt is JSON:
-        return json_bytes([user_document(user) for user in users])
-    return xml_bytes(xml_element("users", [user_element(user) for user in users]))
+        return json_bytes([document(resource, item) for item in items])
+    return xml_bytes(xml_element(resource.collection, {},
+                                 [element(resource, item) for item in items]))
 
 
 # Characters XML 1.0 cannot carry; a problem may quote client text that has them.
@@ -773,16 +1093,16 @@ def render_problem(error, fmt):
         # ASCII, with escapes: the detail may quote any text, even a lone surrogate
         return json.dumps(problem).encode("ascii")
     safe = {name: XML_INVALID.sub("\ufffd", str(value)) for name, value in problem.items()}
-    items = [xml_element("i", field=XML_INVALID.sub("\ufffd", field), message=message)
+    items = [xml_element("i", {"field": XML_INVALID.sub("\ufffd", field), "message": message})
              for field, message in error.errors]
-    element = xml_element("problem", [xml_element("errors", items)] if items else [], **safe)
+    element = xml_element("problem", safe, [xml_element("errors", {}, items)] if items else [])
     element.set("xmlns", "urn:ietf:rfc:7807")  # RFC 9457 Appendix B's namespace
     return xml_bytes(element)
 
 
-def entity_tag(user, fmt):
-    """The strong ETag of a user's version in a format: JSON and XML differ (RFC 9110 §8.8.3)."""
-    return '"%d-%s"' % (user.version, fmt.name)
+def entity_tag(item, fmt):
+    """The strong ETag of an item's version in a format: JSON and XML differ (RFC 9110 §8.8.3)."""
+    return '"%d-%s"' % (item.version, fmt.name)
 
 
 # -- Reading request bodies: a list of (field, value) pairs, so a field sent twice is seen --
@@ -795,7 +1115,7 @@ def refuse_constant(name):
     raise ValueError("%s is not a JSON value" % name)
 
 
-def read_json_fields(text):
+def read_json_fields(text, resource):
     """Parse a JSON object into (field, value) pairs; anything else is a 400."""
     try:
         document = json.loads(text, object_pairs_hook=ObjectPairs, parse_constant=refuse_constant)
@@ -804,50 +1124,107 @@ def read_json_fields(text):
     except ValueError as error:
         raise ApiError(HTTPStatus.BAD_REQUEST, "The body is not valid JSON: %s." % error) from None
     if not isinstance(document, ObjectPairs):
-        raise ApiError(HTTPStatus.BAD_REQUEST,
-                       "The body must be a JSON object, like {\"name\": ..., \"email\": ...}.")
+        raise ApiError(HTTPStatus.BAD_REQUEST, "The body must be a JSON object, like {%s}." % (
+            ", ".join('"%s": ...' % name for name in resource.field_names[:2])))
     return document
 
 
-class NestedXmlElement:
-    """The value of an XML field element that has child elements: never a valid field."""
+def plain_json(value):
+    """A value read with ObjectPairs as plain JSON, its objects as dicts (a json field's)."""
+    if isinstance(value, ObjectPairs):
+        return {key: plain_json(member) for key, member in value}
+    if isinstance(value, list):
+        return [plain_json(member) for member in value]
+    return value
+
+
+class XmlValue:
+    """The value of an XML field element that its field's type cannot read: never valid."""
+
+    def __init__(self, description):
+        self.description = description
 
     def __str__(self):
-        return "an element with child elements"
+        return self.description
 
 
-class UserXmlReader:
+NESTED = XmlValue("an element with child elements")
+JSON_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?")
+
+
+def xml_typed(field, text):
+    """A field element's text as its field's type reads it (XML is all text: <done>true</done>
+    spells the boolean); text a type cannot read is an XmlValue, a 422 for that field."""
+    kind = "string" if field is None else field.type
+    number = JSON_NUMBER.fullmatch(text)
+    if kind in ("string", "json"):
+        return text
+    if kind == "boolean" and text in ("true", "false"):
+        return text == "true"
+    if kind == "integer" and number and not number.group(1) and not number.group(2):
+        return int(text)
+    if kind == "number" and number:
+        return json.loads(text)
+    return XmlValue("the text %s" % json.dumps(text, ensure_ascii=False))
+
+
+class ItemXmlReader:
     """Collects (field, value) pairs from <user><name>..</name><email>..</email></user> as
     expat parses. A DOCTYPE is refused the moment it starts, before any entity can be
     declared or expanded (billion laughs, external entities)."""
 
-    def __init__(self):
-        self.pairs, self.depth, self.text, self.nested = [], 0, [], False
+    def __init__(self, resource):
+        self.resource, self.pairs, self.depth, self.text = resource, [], 0, []
+        self.nested, self.nil, self.tree = False, False, None
 
     def start(self, tag, attributes):
-        """An element opens: the root must be <user>; its children are the fields."""
+        """An element opens: the root must be the item's; its children are the fields."""
         self.depth += 1
-        if self.depth == 1 and tag != "user":
-            raise ApiError(HTTPStatus.BAD_REQUEST,
-                           "The XML root element must be <user>, not <%s>." % tag)
+        if self.depth == 1 and tag != self.resource.item:
+            raise ApiError(HTTPStatus.BAD_REQUEST, "The XML root element must be <%s>, not "
+                           "<%s>." % (self.resource.item, tag))
         if self.depth == 2:
             self.text, self.nested = [], False
+            self.nil = any(name.rpartition(":")[2] == "nil" and value == "true"
+                           for name, value in attributes.items())  # XML Schema's xsi:nil
+            if tag in self.resource.described:  # a json field: its elements are its value
+                self.tree = ElementTree.TreeBuilder()
         elif self.depth > 2:
             self.nested = True
+        if self.tree is not None:
+            self.tree.start(tag, attributes)
 
     def end(self, tag):
         """An element closes: a field's text becomes its value."""
+        if self.tree is not None:
+            self.tree.end(tag)
         if self.depth == 2:
-            value = NestedXmlElement() if self.nested else "".join(self.text)
-            if tag == "id" and isinstance(value, str) and USER_ID.fullmatch(value):
-                value = int(value)  # XML is all text: <id>7</id> spells the integer 7
-            self.pairs.append((tag, value))
+            self.pairs.append((tag, self.field_value(tag)))
+            self.tree = None
         self.depth -= 1
+
+    def field_value(self, tag):
+        """The value of the field element that just closed."""
+        if self.nil:
+            return None
+        if self.tree is not None:
+            try:
+                return json_from_xml(self.tree.close())
+            except ValueError as error:  # a leaf its type attribute cannot read
+                return XmlValue(str(error))
+        if self.nested:
+            return NESTED
+        text = "".join(self.text)
+        if tag == "id":
+            return int(text) if ITEM_ID.fullmatch(text) else text  # <id>7</id>: the integer 7
+        return xml_typed(self.resource.fields_by_name.get(tag), text)
 
     def characters(self, data):
         """Text inside a field (expat may hand it over in several pieces)."""
         if self.depth == 2:
             self.text.append(data)
+        if self.tree is not None:
+            self.tree.data(data)
 
     def refuse_doctype(self, *args):
         """A DOCTYPE or entity declaration: refused before the parser reads on."""
@@ -855,10 +1232,27 @@ class UserXmlReader:
                        "XML with a DOCTYPE or entity declarations is not accepted.")
 
 
-def read_xml_fields(text):
-    """Parse a <user> document into (field, value) pairs; malformed XML is a 400."""
+def json_from_xml(element):
+    """A json field's element as the JSON value it carries: as its type attribute says,
+    a string when it has none."""
+    kind, text = element.get("type"), element.text or ""
+    if kind == "null":
+        return None
+    if kind == "array":
+        return [json_from_xml(child) for child in element]
+    if kind == "object":
+        return {child.tag: json_from_xml(child) for child in element}
+    value = xml_typed(Field("", kind), text) if kind in ("number", "boolean") else text
+    if kind not in (None, "number", "boolean") or isinstance(value, XmlValue) or len(element):
+        raise ValueError("an element of type %s holding %s" % (
+            kind or "string", "elements" if len(element) else json.dumps(text)))
+    return value
+
+
+def read_xml_fields(text, resource):
+    """Parse an item's document into (field, value) pairs; malformed XML is a 400."""
     # expat, not xml.etree: on PyPy, xml.etree reads a DOCTYPE's entities before it says so
-    reader = UserXmlReader()  # it collects the fields and refuses a DOCTYPE
+    reader = ItemXmlReader(resource)  # it collects the fields and refuses a DOCTYPE
     parser = expat.ParserCreate(encoding="utf-8")
     parser.StartElementHandler = reader.start
     parser.EndElementHandler = reader.end
@@ -874,8 +1268,8 @@ def read_xml_fields(text):
 
 
 MERGE_PATCH = "application/merge-patch+json"
-BODY_READERS = {"application/json": read_json_fields, MERGE_PATCH: read_json_fields,
-                "application/xml": read_xml_fields, "text/xml": read_xml_fields}
+BODY_READERS = {JSON_TYPE: read_json_fields, MERGE_PATCH: read_json_fields,
+                XML_TYPE: read_xml_fields, TEXT_XML_TYPE: read_xml_fields}
 
 
 def parse_content_type(value):
@@ -919,9 +1313,8 @@ def choose_format(accept):
     if not accept or not accept.strip():
         return JSON
     ranges = parse_accept(accept)
-    json_q = quality("application/json", ranges)
-    application_xml_q = quality("application/xml", ranges)
-    text_xml_q = quality("text/xml", ranges)
+    json_q, application_xml_q, text_xml_q = (quality(media_type, ranges)
+                                             for media_type in MEDIA_TYPES)
     xml = TEXT_XML if text_xml_q > application_xml_q else XML
     xml_q = max(application_xml_q, text_xml_q)
     # A browser's address bar ranks text/html first and XML above */*: it gets JSON, which
@@ -943,13 +1336,20 @@ def etag_matches(header, tag, *, weak):
                for weak_prefix, opaque in ENTITY_TAG.findall(header))
 
 
-SORT_KEYS = tuple(sign + name for name in ("id",) + FIELD_NAMES for sign in ("", "-"))
-LIST_PARAMETERS = ("limit", "offset", "sort") + FIELD_NAMES + ("q",)  # a filter per field
+class BadQuery(ApiError):
+    """400: a list's query string is wrong; the handler adds where to read of it (query_help)."""
 
 
 def bad_query(detail):
-    """A 400 about the query string of GET /users."""
-    return ApiError(HTTPStatus.BAD_REQUEST, detail + " See GET /users in the README.")
+    """A 400 about the query string of a list, GET /users."""
+    return BadQuery(HTTPStatus.BAD_REQUEST, detail)
+
+
+def query_help(resource):
+    """Where a 400 about a list's query sends the reader: the README teaches GET /users."""
+    if resource is None or resource.collection == USERS.collection:
+        return " See GET /users in the README."
+    return " See GET /openapi.json for the parameters of GET %s." % resource.path
 
 
 def integer_parameter(parameters, name, default, low, high):
@@ -983,32 +1383,59 @@ def refuse_unknown(unknown, known):
             "s" if len(unknown) > 1 else "", ", ".join(unknown), ", ".join(known)))
 
 
-def parse_list_query(pairs):
+def parse_list_query(resource, pairs):
     """Read the query pairs of GET /users into a ListQuery; every mistake is a 400."""
-    refuse_unknown([name for name, _ in pairs if name not in LIST_PARAMETERS], LIST_PARAMETERS)
+    known = resource.list_parameters
+    refuse_unknown([name for name, _ in pairs if name not in known], known)
     parameters = {}
     for name, value in pairs:
         if name in parameters:
             raise bad_query("The query parameter %s is given more than once." % name)
         parameters[name] = value
     return ListQuery(limit=integer_parameter(parameters, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT),
-                     offset=integer_parameter(parameters, "offset", 0, 0, MAX_USER_ID),
-                     sort=sort_keys("sort", parameters.get("sort", "id")), q=parameters.get("q"),
-                     filters=tuple(Filter(field, "eq", (parameters[field],))
-                                   for field in FIELD_NAMES if field in parameters))
+                     offset=integer_parameter(parameters, "offset", 0, 0, MAX_ID),
+                     sort=sort_keys(resource, "sort", parameters.get("sort", "id")),
+                     q=parameters.get("q"), filters=tuple(
+                         Filter(field, "eq", (query_value(resource, field, field,
+                                                          parameters[field]),))
+                         for field in resource.field_names if field in parameters))
 
 
-def sort_keys(name, value):
+def sort_keys(resource, name, value):
     """The keys of a sort parameter, comma-separated: name,-id sorts by name, then id down."""
     keys = tuple(value.split(","))
     for key in keys:
-        if key not in SORT_KEYS:
+        if key not in resource.sort_keys:
             raise bad_query("%s takes keys from %s, comma-separated; %s is not one." % (
-                name, ", ".join(SORT_KEYS), printable(key) or "an empty key"))
+                name, ", ".join(resource.sort_keys), printable(key) or "an empty key"))
     return keys
 
 
-def page_links(query, total, kept):
+QUERY_TYPES = {"integer": "whole numbers from %d to %d" % (-MAX_ID - 1, MAX_ID),
+               "number": "numbers as JSON writes them", "boolean": "true or false"}
+
+
+def query_value(resource, name, field_name, text):
+    """A filter's value as its field holds it, from the parameter `name`: an integer from
+    digits, a boolean from true or false; a 400 for a value of another type."""
+    if text == "":
+        raise bad_query("%s has an empty value." % printable(name))
+    kind = "id" if field_name == "id" else resource.fields_by_name[field_name].type
+    if kind == "id":  # compared with ids: a whole number, never negative
+        if DIGITS.fullmatch(text) and len(text) <= 19 and int(text) <= MAX_ID:
+            return int(text)
+        raise bad_query("%s compares ids: whole numbers from 0 to %d, not %s."
+                        % (printable(name), MAX_ID, printable(text)))
+    value = xml_typed(resource.fields_by_name[field_name], text)  # typed as XML text is
+    if kind == "number" and type(value) is int and check_number(value):
+        value = float(value)  # compared as a number all the same, in either store
+    if isinstance(value, XmlValue) or (kind == "integer" and check_integer(value)):
+        raise bad_query("%s compares %s values: %s, not %s." % (
+            printable(name), field_name, QUERY_TYPES[kind], printable(text)))
+    return value
+
+
+def page_links(path, query, total, kept):
     """The RFC 8288 Link header of a page, each link with the request's other parameters."""
     links = [("first", 0), ("last", max(0, (total - 1) // query.limit * query.limit))]
     if query.offset > 0:
@@ -1016,29 +1443,34 @@ def page_links(query, total, kept):
     if query.offset + query.limit < total:
         links.append(("next", query.offset + query.limit))
     kept = urlencode(kept) + "&" if kept else ""  # the same in every link: encoded once
-    return ", ".join('</users?%slimit=%d&offset=%d>; rel="%s"' % (kept, query.limit, offset, rel)
+    return ", ".join('<%s?%slimit=%d&offset=%d>; rel="%s"' % (path, kept, query.limit, offset, rel)
                      for rel, offset in links)
 
 
 # -- The server --------------------------------------------------------------------------
 class UsersServer(ThreadingMixIn, HTTPServer):
-    """A thread per connection (Python 3.6 lacks ThreadingHTTPServer); the store, the key."""
+    """A thread per connection (Python 3.6 lacks ThreadingHTTPServer); a store per resource
+    served (one store, or a list of them), the key."""
 
     daemon_threads = True  # a stalled client never keeps the process from stopping
     request_queue_size = 128  # the default 5 overflows when a few dozen clients connect
     handler_class = UsersHandler
     vary = "Accept"  # what a response depends on, besides the path: the format asked for
 
-    def __init__(self, address, store, *, api_key=None):
-        self.store, self.api_key = store, api_key
-        self.routes, self.keyed_paths = (self.handler_class.route_table(),
-                                         self.handler_class.keyed_paths())
+    def __init__(self, address, stores, *, api_key=None):
+        stores = list(stores) if isinstance(stores, (list, tuple)) else [stores]  # or one
+        self.stores = {store.resource.collection: store for store in stores}  # by collection
+        self.store, self.api_key = stores[0], api_key  # the first resource's: users', often
+        self.resources = [store.resource for store in stores]
+        self.routes = self.handler_class.route_table(self.resources)
+        self.keyed_paths = self.handler_class.keyed_paths(self.resources)
         super().__init__(address, self.handler_class)
 
     def server_close(self):
-        """Stop listening, then close the store."""
+        """Stop listening, then close the stores."""
         super().server_close()
-        self.store.close()
+        for store in self.stores.values():
+            store.close()
 
 
 # =======================================================================================
@@ -1432,24 +1864,23 @@ class TeachingHandler(UsersHandler):
     answer when asked to, and which answers a client that takes only problem details
     (Accept: application/problem+json) in that type."""
 
-    def delete_user(self, user_id):
-        """A client that sends Prefer: return=minimal gets 204 without the user it deleted
+    def send_deleted(self, item):
+        """A client that sends Prefer: return=minimal gets 204 without the item it deleted
         (RFC 7240 §4.2), and says so in Preference-Applied."""
         wanted = preferences(self.headers.get_all("Prefer", [])).get("return", "")
         if wanted.lower() != "minimal":
-            return super().delete_user(user_id)
-        self.store.delete(user_id, self.check_if_match)
+            return super().send_deleted(item)
         self.respond(HTTPStatus.NO_CONTENT, headers=[("Preference-Applied", "return=minimal")])
 
-    def replace_user(self, user_id):
-        """A PUT that leaves out a field is told that PUT replaces the whole user, and what
+    def update(self, item_id):
+        """A PUT that leaves out a field is told that PUT replaces the whole item, and what
         to send instead: a library's "update" may send only what changed."""
         try:
-            super().replace_user(user_id)
+            super().update(item_id)
         except ApiError as error:
             if any(message == "is required" for _, message in error.errors):
-                error.detail += (" PUT replaces the whole user, so it needs every field; PATCH "
-                                 "changes only the fields it sends.")
+                error.detail += (" PUT replaces the whole %s, so it needs every field; PATCH "
+                                 "changes only the fields it sends." % self.resource.item)
             raise
 
     def precondition_detail(self, header):
@@ -1465,7 +1896,7 @@ class TeachingHandler(UsersHandler):
             fmt = problem_only_format(self.headers.get("Accept", ""))
             if fmt is None:
                 raise
-            self.store = ProblemOnlyStore(self.server.store)
+            self.store = ProblemOnlyStore(self.store)
             return fmt
 
     def problem_format(self):
@@ -1485,7 +1916,7 @@ def refused_success():
     return ApiError(HTTPStatus.NOT_ACCEPTABLE, "This client takes only problem details "
                     "(application/problem+json or application/problem+xml), and the request "
                     "would have succeeded; nothing was changed. This service answers in "
-                    "application/json, application/xml or text/xml.")
+                    "%s, %s or %s." % MEDIA_TYPES)
 
 
 class ProblemOnlyStore:
@@ -1495,27 +1926,27 @@ class ProblemOnlyStore:
     def __init__(self, store):
         self.store = store
 
-    def get(self, user_id):
-        """The user with this id, or None."""
-        return self.store.get(user_id)
+    def get(self, item_id):
+        """The item with this id, or None."""
+        return self.store.get(item_id)
 
     def list(self, query):
-        """(How many users match the query, the page of them.)"""
+        """(How many items match the query, the page of them.)"""
         return self.store.list(query)
 
-    def create(self, fields):
-        """The store's 409, else the 406."""
-        self.store.create(fields, write=False)
+    def create(self, fields, check=None):
+        """check()'s errors, the store's 409, else the 406."""
+        self.store.create(fields, write=False, check=check)
         raise refused_success()
 
-    def update(self, user_id, change):
+    def update(self, item_id, change):
         """The store's 404, change()'s errors, the store's 409, else the 406."""
-        self.store.update(user_id, change, write=False)
+        self.store.update(item_id, change, write=False)
         raise refused_success()
 
-    def delete(self, user_id, check):
+    def delete(self, item_id, check):
         """The store's 404, then check()'s errors, else the 406."""
-        self.store.delete(user_id, check, write=False)
+        self.store.delete(item_id, check, write=False)
         raise refused_success()
 
 
@@ -1564,55 +1995,86 @@ def if_match_mistake(header, fmt):
 # reads the list dialects of front-end libraries too
 # ---------------------------------------------------------------------------------------
 
-SQL_COLUMNS = ", ".join(User._fields)  # a row is a User: id, the fields, version
-SQL_TYPES = {"string": "TEXT", "integer": "INTEGER", "boolean": "INTEGER", "number": "REAL"}
+SQL_TYPES = {"string": "TEXT", "integer": "INTEGER", "boolean": "INTEGER", "number": "REAL",
+             "json": "TEXT"}  # a json field is kept as its JSON text
+
+
+def sql_name(name):
+    """A table's or column's name quoted for SQL, whatever characters it has."""
+    return '"%s"' % name.replace('"', '""')
 
 
 def sql_column(field, added=False):
-    """A field's column: its type from its schema; NOT NULL if required, unless added to a
-    table that has rows already (their value is the field's none)."""
+    """A field's column: its type; NOT NULL if required, unless added to a table that has
+    rows already (their value is the field's none)."""
     required = " NOT NULL" if field.required and not added else ""
-    return "%s %s%s" % (field.name, SQL_TYPES[field.schema["type"]], required)
+    return "%s %s%s" % (sql_name(field.name), SQL_TYPES[field.type], required)
+
+
+def sql_schema(resource):
+    """The table of a resource, and the unique indexes its fields ask for."""
+    table = resource.collection
+    return ["CREATE TABLE IF NOT EXISTS %s (id INTEGER PRIMARY KEY AUTOINCREMENT, %s"
+            "version INTEGER NOT NULL DEFAULT 1)" % (sql_name(table), "".join(
+                sql_column(field) + ", " for field in resource.fields))] + [
+        "CREATE UNIQUE INDEX IF NOT EXISTS %s ON %s (%s%s)" % (
+            sql_name("%s_%s_key" % (table, field.name)), sql_name(table), sql_name(field.name),
+            " COLLATE NOCASE" if field.ignores_case else "") for field in resource.unique]
+
+
+def sql_value(field, value):
+    """A field's value as its column keeps it: a json field's as JSON text."""
+    return value if field.type != "json" or value is None else json_bytes(value).decode()
+
+
+def from_sql(field, value):
+    """A column's value as the field holds it: a boolean from 0 or 1, JSON from its text."""
+    if value is None or field.type not in ("boolean", "json"):
+        return value
+    return bool(value) if field.type == "boolean" else json.loads(value)
 
 
 class SQLiteStore:
-    """Users in a SQLite file, through one connection guarded by a lock.
+    """A resource's items in a table of a SQLite file, through one connection guarded by a
+    lock, both shared by the stores of the file's other tables.
 
-    The database keeps ids unique and never reused (AUTOINCREMENT) and emails unique (an
-    index with NOCASE); every change is committed before the store returns, so a response
-    is only sent for a write that is on disk. While it serves, the file is this process's
-    alone: SQLite's own exclusive lock, which works the same on Linux, macOS and Windows,
-    keeps a second rest_users.py (or any other program) out.
+    The database keeps ids unique and never reused (AUTOINCREMENT) and unique fields unique
+    (an index, with NOCASE where case is ignored); every change is committed before the
+    store returns, so a response is only sent for a write that is on disk. While it serves,
+    the file is this process's alone: SQLite's own exclusive lock, which works the same on
+    Linux, macOS and Windows, keeps a second rest_users.py (or any other program) out.
     """
 
     changes = 0  # writes made so far, as MemoryStore counts them
 
-    SCHEMA = """
+    PRAGMAS = """
         PRAGMA locking_mode = EXCLUSIVE; -- the file's lock is held until the store closes
         PRAGMA journal_mode = WAL;      -- readers never wait for a writer
         PRAGMA synchronous = NORMAL;    -- in WAL mode a commit survives a killed process
-        CREATE TABLE IF NOT EXISTS users (
-            id INTEGER PRIMARY KEY AUTOINCREMENT,
-            %s,
-            version INTEGER NOT NULL DEFAULT 1
-        );
-        CREATE UNIQUE INDEX IF NOT EXISTS users_email_key ON users (email COLLATE NOCASE);
         PRAGMA user_version = 1;        -- a write: a file it cannot write fails now, at start
-    """ % ",\n            ".join(sql_column(field) for field in FIELDS)
+        CREATE TABLE IF NOT EXISTS rest_users_resources (  -- what --load files declared
+            collection TEXT PRIMARY KEY, declaration TEXT NOT NULL);
+    """
 
-    def __init__(self, path):
-        self.path, self.kept_in = path, "the SQLite file %s" % path
-        self.lock = threading.Lock()
-        # timeout: how long to wait for another program's lock; the file is ours, so little
-        self.db = sqlite3.connect(path, check_same_thread=False, timeout=0.2)
-        # SQLite's lower() and NOCASE fold ASCII letters only, so q would miss "STRAẞE" for
-        # "Straße": Python's casefold() does the folding, as it does for the memory store
-        add_function(self.db, "casefold", lambda text: text and text.casefold())  # NULL: NULL
+    def __init__(self, path, resource=USERS, shared=None):  # shared: another table's store
+        self.path, self.kept_in, self.resource = path, "the SQLite file %s" % path, resource
+        self.table, self.converted = sql_name(resource.collection), any(
+            field.type in ("boolean", "json") for field in resource.fields)
+        self.columns = ", ".join(sql_name(name) for name in resource.stored + ("version",))
+        if shared is not None:
+            self.db, self.lock = shared.db, shared.lock
+        else:
+            self.lock = threading.RLock()  # reentrant: a reference is checked in a write
+            # timeout: how long to wait for another program's lock; the file is ours
+            self.db = sqlite3.connect(path, check_same_thread=False, timeout=0.2)
+            # SQLite's lower() and NOCASE fold ASCII letters only, so q would miss "STRAẞE"
+            # for "Straße": Python's casefold() does the folding, as in the memory store
+            add_function(self.db, "casefold", lambda text: text and text.casefold())
         try:
-            self.db.executescript(self.SCHEMA)
+            self.db.executescript(self.PRAGMAS + ";".join(sql_schema(resource)))
             self.add_missing_columns()
             # SQLite counts rows by reading them all; the store keeps the total itself
-            self.count = self.db.execute("SELECT COUNT(*) FROM users").fetchone()[0]
+            self.count = self.db.execute("SELECT COUNT(*) FROM " + self.table).fetchone()[0]
         except sqlite3.Error as error:
             self.db.close()
             if "locked" in str(error):
@@ -1621,17 +2083,19 @@ class SQLiteStore:
             raise
 
     def add_missing_columns(self):
-        """Give a file from a release with fewer fields a column for each new one (its users
+        """Give a file from a release with fewer fields a column for each new one (its items
         have that field's none, NULL), and every field its two sort indexes."""
-        columns = {row[1] for row in self.db.execute("PRAGMA table_info(users)")}
+        columns = {row[1] for row in self.db.execute("PRAGMA table_info(%s)" % self.table)}
         with self.db:
-            for field in FIELDS:
+            for field in self.resource.fields:
                 if field.name not in columns:
-                    self.db.execute("ALTER TABLE users ADD COLUMN %s" % sql_column(field, True))
+                    self.db.execute("ALTER TABLE %s ADD COLUMN %s" % (
+                        self.table, sql_column(field, True)))
                 # one index per sort order, so a sorted page reads only its own rows
                 for suffix, order in (("", ""), ("_desc", " DESC")):
-                    self.db.execute("CREATE INDEX IF NOT EXISTS users_by_%s%s ON users (%s%s)"
-                                    % (field.name, suffix, field.name, order))
+                    self.db.execute("CREATE INDEX IF NOT EXISTS %s ON %s (%s%s)" % (sql_name(
+                        "%s_by_%s%s" % (self.resource.collection, field.name, suffix)),
+                        self.table, sql_name(field.name), order))
 
     @contextlib.contextmanager
     def failures_answered(self):
@@ -1649,105 +2113,151 @@ class SQLiteStore:
                            "just now: nothing was changed. Try again.",
                            headers=[("Retry-After", "1")]) from None
 
-    def get(self, user_id):
-        """Return the user with this id, or None."""
-        with self.lock, self.failures_answered():
-            return self.select_user(user_id)
+    def item(self, row):
+        """An item from its row: the values of booleans and json fields as they were."""
+        if not self.converted:
+            return self.resource.Item(*row)
+        return self.resource.Item(row[0], *[from_sql(field, value) for field, value in zip(
+            self.resource.fields, row[1:])], row[-1])
 
-    def select_user(self, user_id):
-        """Read one user; the caller holds the lock."""
-        row = self.db.execute("SELECT %s FROM users WHERE id = ?" % SQL_COLUMNS,
-                              (user_id,)).fetchone()
-        return User(*row) if row else None
+    def row(self, item):
+        """An item's row: its values as the columns keep them."""
+        if not self.converted:
+            return tuple(item)
+        return (item[0],) + tuple(sql_value(field, value) for field, value in zip(
+            self.resource.fields, item[1:])) + (item[-1],)
+
+    def get(self, item_id):
+        """Return the item with this id, or None."""
+        with self.lock, self.failures_answered():
+            return self.select(item_id)
+
+    def select(self, item_id):
+        """Read one item; the caller holds the lock."""
+        row = self.db.execute("SELECT %s FROM %s WHERE id = ?" % (self.columns, self.table),
+                              (item_id,)).fetchone()
+        return self.item(row) if row else None
 
     def list(self, query):
-        """Return (how many users match the query, the page of them): SQL does the work."""
+        """Return (how many items match the query, the page of them): SQL does the work."""
         conditions, arguments = [], []
         for field, test, values in query.filters:  # field and test are names, never client text
-            conditions.append(sql_condition(field, test, len(values)))
+            conditions.append(sql_condition(self.resource, field, test, len(values)))
             arguments += sql_arguments(test, values)
+        searched = self.resource.searched
         if query.q is not None:  # instr(), not LIKE: % and _ are plain text in q
-            conditions.append("(%s)" % " OR ".join("instr(casefold(%s), ?)" % name
-                                                   for name in SEARCHED))
-            arguments += [query.q.casefold()] * len(SEARCHED)
+            conditions.append("(%s)" % " OR ".join(["instr(casefold(%s), ?)" % sql_name(name)
+                                                    for name in searched] or ["0"]))
+            arguments += [query.q.casefold()] * len(searched)
         where = " WHERE " + " AND ".join(conditions) if conditions else ""
-        order = ", ".join(key.lstrip("-") + (" DESC" if key[0] == "-" else "")
-                          for key in query.sort + ("id",))  # keys from SORT_KEYS only
+        order = ", ".join(sql_name(key.lstrip("-")) + (" DESC" if key[0] == "-" else "")
+                          for key in query.sort + ("id",))  # keys from the sort keys only
         with self.lock, self.failures_answered():
             total = self.count if not conditions else self.db.execute(
-                "SELECT COUNT(*) FROM users" + where, arguments).fetchone()[0]
-            rows = self.db.execute(
-                "SELECT %s FROM users%s ORDER BY %s LIMIT ? OFFSET ?"
-                % (SQL_COLUMNS, where, order), arguments + [query.limit, query.offset]).fetchall()
-        return total, [User(*row) for row in rows]
+                "SELECT COUNT(*) FROM %s%s" % (self.table, where), arguments).fetchone()[0]
+            rows = self.db.execute("SELECT %s FROM %s%s ORDER BY %s LIMIT ? OFFSET ?" % (
+                self.columns, self.table, where, order),
+                arguments + [query.limit, query.offset]).fetchall()
+        return total, [self.item(row) for row in rows]
 
-    def create(self, fields, write=True):
-        """Insert a user with these {field: value}s and return it; 409 if its email is taken.
-        write=False checks the write, and rolls it back (as update and delete take it too)."""
-        user = new_user(None, fields)
+    def write(self, sql, item, *more):
+        """Insert or update an item's row; a unique value taken is the 409 naming it."""
+        try:
+            return self.db.execute(sql, self.row(item) + more)
+        except sqlite3.IntegrityError as error:
+            for field in self.resource.unique:  # "UNIQUE constraint failed: users.email"
+                if str(error).endswith(".%s" % field.name):
+                    raise Taken(self.resource, field,
+                                item[self.resource.position[field.name]]) from None
+            raise
+
+    def create(self, fields, write=True, check=None):
+        """Insert an item with these {field: value}s, after check(item) has passed, and return
+        it; 409 if a unique value is taken. write=False checks the write, and rolls it back
+        (as update and delete take it)."""
+        item = new_item(self.resource, None, fields)
         with self.lock, self.failures_answered():
+            if check is not None:
+                check(item)
             with self.db:  # commits, or rolls back on an exception
-                try:
-                    cursor = self.db.execute("INSERT INTO users (%s) VALUES (%s)" % (
-                        SQL_COLUMNS, ", ".join("?" * len(user))), user)
-                except sqlite3.IntegrityError:
-                    raise EmailTaken(user.email) from None
+                cursor = self.write("INSERT INTO %s (%s) VALUES (%s)" % (
+                    self.table, self.columns, ", ".join("?" * len(item))), item)
                 if not write:
                     return self.db.rollback()
             self.count += 1
             self.changes += 1
-            return user._replace(id=cursor.lastrowid)
+            return item._replace(id=cursor.lastrowid)
 
-    def update(self, user_id, change, write=True):
-        """Apply change(current user) -> {field: value} and return the updated user."""
+    def update(self, item_id, change, write=True):
+        """Apply change(current item) -> {field: value} and return the updated item."""
         with self.lock, self.failures_answered():
             with self.db:
-                current = self.select_user(user_id)
+                current = self.select(item_id)
                 if current is None:
-                    raise UserNotFound(user_id)
-                user = current._replace(version=current.version + 1, **change(current))
-                try:
-                    self.db.execute("UPDATE users SET %s WHERE id = ?" % ", ".join(
-                        "%s = ?" % name for name in User._fields[1:]), user[1:] + (user_id,))
-                except sqlite3.IntegrityError:
-                    raise EmailTaken(user.email) from None
+                    raise NotFound(self.resource, item_id)
+                item = current._replace(version=current.version + 1, **change(current))
+                self.write("UPDATE %s SET %s WHERE id = ?" % (self.table, ", ".join(
+                    "%s = ?" % sql_name(name) for name in self.resource.stored + ("version",))),
+                    item, item_id)
                 if not write:
                     self.db.rollback()
-                    return user
+                    return item
             self.changes += 1
-            return user
+            return item
 
-    def delete(self, user_id, check, write=True):
-        """Delete the user after check(current user) has passed, and return it."""
+    def delete(self, item_id, check, write=True):
+        """Delete the item after check(current item) has passed, and return it."""
         with self.lock, self.failures_answered():
             with self.db:
-                current = self.select_user(user_id)
+                current = self.select(item_id)
                 if current is None:
-                    raise UserNotFound(user_id)
+                    raise NotFound(self.resource, item_id)
                 check(current)
                 if not write:
                     return current
-                self.db.execute("DELETE FROM users WHERE id = ?", (user_id,))
+                self.db.execute("DELETE FROM %s WHERE id = ?" % self.table, (item_id,))
             self.count -= 1
             self.changes += 1
             return current
 
-    def load(self, users):
-        """Add checked users that have ids and differ in email (--load), in one transaction."""
+    def load(self, items):
+        """Add checked items that have ids and differ in unique values (--load), in one
+        transaction."""
         with self.lock, self.failures_answered():
             with self.db:
-                self.db.executemany("INSERT INTO users (%s) VALUES (%s)" % (
-                    SQL_COLUMNS, ", ".join("?" * len(User._fields))), users)
-            self.count += len(users)
+                self.db.executemany("INSERT INTO %s (%s) VALUES (%s)" % (
+                    self.table, self.columns, ", ".join("?" * (len(self.resource.stored) + 1))),
+                    [self.row(item) for item in items])
+            self.count += len(items)
             self.changes += 1
 
-    def reset(self, users):
+    def never_held(self):
+        """Whether the table has never held an item (AUTOINCREMENT notes the last id given)."""
+        with self.lock, self.failures_answered():
+            return not self.count and not self.db.execute(
+                "SELECT seq FROM sqlite_sequence WHERE name = ?",
+                (self.resource.collection,)).fetchall()
+
+    def keep_declaration(self):
+        """Keep what a --load file told of this resource: its item, and the fields read off it."""
+        fields = [{"name": field.name, "type": field.type, "required": field.required,
+                   "refers_to": field.refers_to, "max_length": field.max_length}
+                  for field in self.resource.fields if getattr(field, "inferred", False)]
+        if fields or getattr(self.resource, "inferred", False):
+            with self.lock, self.failures_answered(), self.db:
+                self.db.execute("INSERT OR REPLACE INTO rest_users_resources VALUES (?, ?)", (
+                    self.resource.collection, json.dumps({
+                        "item": self.resource.item, "singular": self.resource.singular,
+                        "fields": fields})))
+
+    def reset(self, items):
         """A file is not reset over HTTP (POST /__admin/reset): 409, nothing changed."""
-        raise ApiError(HTTPStatus.CONFLICT, "This server keeps its users in %s, and a database "
-                       "file is not reset over HTTP: nothing was changed." % self.kept_in)
+        raise ApiError(HTTPStatus.CONFLICT, "This server keeps its %s in %s, and a database "
+                       "file is not reset over HTTP: nothing was changed." % (
+                           self.resource.collection, self.kept_in))
 
     def close(self):
-        """Close the database (waiting for a request that is using it)."""
+        """Close the database (waiting for a request that is using it); again does nothing."""
         with self.lock:
             self.db.close()
 
@@ -1758,9 +2268,11 @@ SQL_TESTS = {"eq": "%s IN (%s)", "ne": "%s NOT IN (%s)", "lt": "%s < ?", "lte": 
              "endsWith": "substr(casefold(%s), ?) = ?"}  # the last len(value) characters
 
 
-def sql_condition(field, test, count):
-    """The SQL of a Filter, with count values; emails are equal ignoring ASCII case (NOCASE)."""
-    column = field + " COLLATE NOCASE" if field in CASELESS and test in ("eq", "ne") else field
+def sql_condition(resource, field, test, count):
+    """The SQL of a Filter, with count values; caseless fields are equal ignoring ASCII case
+    (NOCASE), as emails are."""
+    column = sql_name(field) + (" COLLATE NOCASE" if field in resource.caseless
+                                and test in ("eq", "ne") else "")
     return SQL_TESTS[test] % ((column, ", ".join("?" * count)) if test in ("eq", "ne")
                               else column)
 
@@ -1782,13 +2294,233 @@ def add_function(db, name, function):
         db.create_function(name, 1, function)
 
 
+# -- References between resources: checked, nested, embedded ------------------------------
+# A field that refers to another resource (todos.userId to users) makes a write's reference
+# a 422 when it names no item, a delete of an item referred to a 409, and, as json-server
+# does, nests the referring collection under the item (/users/1/todos) and lets a read add
+# related items: _embed=todos on a user, _expand=user on a todo.
+
+class ReferenceHandler(UsersHandler):
+    """UsersHandler whose resources refer to each other."""
+
+    related = ()  # what _embed and _expand add to each item, as read_related reads them
+    related_pairs = ()  # those parameters, as the page links keep them
+    parent_id = None  # the id in a nested route's path: /users/1/todos
+
+    @classmethod
+    def route_table(cls, resources=None):
+        """The nested routes, besides the others."""
+        resources = resources or [USERS]
+        return super().route_table(resources) + [
+            found for parent in resources for found in nested_routes(parent, resources)]
+
+    def list(self, parent_id=None):
+        """Under a parent (/users/1/todos), the items that refer to it; 404 if it is none."""
+        self.check_parent(parent_id)
+        super().list()
+
+    def create(self, parent_id=None):
+        """Under a parent (/users/1/todos), an item that refers to it; 404 if it is none."""
+        self.check_parent(parent_id)
+        super().create()
+
+    def check_parent(self, parent_id):
+        """The 404 for a nested route under an item that does not exist."""
+        self.parent_id = parent_id
+        if parent_id is not None:
+            parent = self.route.parent[0]
+            if self.server.stores[parent.collection].get(parent_id) is None:
+                raise NotFound(parent, parent_id)
+
+    def given_by_path(self):
+        """A nested route's path gives the field that refers to the parent: userId."""
+        if self.route.parent is None:
+            return super().given_by_path()
+        return {self.route.parent[1]: self.parent_id}
+
+    def route_path(self):
+        """A nested route's links go to its own path: /users/1/todos."""
+        if self.route.parent is None:
+            return super().route_path()
+        return "%s/%d%s" % (self.route.parent[0].path, self.parent_id, self.resource.path)
+
+    def read_related_query(self, query_string):
+        """_embed and _expand are read apart from the list's own parameters."""
+        self.related, self.related_pairs = (), ()
+        if "_e" in query_string or "embed" in query_string:
+            parts = query_string.split("&")
+            is_related = [part.partition("=")[0] in RELATED for part in parts]
+            if any(is_related) and relations(self.resource, self.server.resources):
+                self.related_pairs = query_pairs("&".join(
+                    part for part, related in zip(parts, is_related) if related))
+                self.related = read_related(self.resource, self.server.resources,
+                                            self.related_pairs)[1]
+                query_string = "&".join(part for part, related in zip(parts, is_related)
+                                        if not related)
+        return query_string, self.related_pairs  # which the links keep
+
+    def retrieve(self, item_id):
+        """_embed and _expand, if the query has them (the rest of it is no matter here)."""
+        self.related = ()
+        if relations(self.resource, self.server.resources):
+            self.related = read_related(self.resource, self.server.resources, parse_qsl(
+                self.query, keep_blank_values=True))[1]
+        if not self.related:
+            return super().retrieve(item_id)
+        item = self.store.get(item_id)
+        if item is None:
+            raise NotFound(self.resource, item_id)
+        # no ETag: the item's version does not change with the items added to it, and a
+        # strong validator must change with the representation (RFC 9110 §8.8.3)
+        self.respond(HTTPStatus.OK, self.render(item), self.format.content_type)
+
+    def document(self, resource, item):
+        """A read's item with the items _embed and _expand add to it, in JSON."""
+        document = super().document(resource, item)
+        for name, (other, added) in self.related_to(item).items():
+            document[name] = ([item_document(other, each) for each in added]
+                              if isinstance(added, list) else
+                              None if added is None else item_document(other, added))
+        return document
+
+    def element(self, resource, item):
+        """A read's item with the items _embed and _expand add to it, in XML: <todos> of
+        <todo>s, a <user>."""
+        element = super().element(resource, item)
+        for name, (other, added) in self.related_to(item).items():
+            if isinstance(added, list):
+                element.append(xml_element(name, {}, [item_element(other, each)
+                                                      for each in added]))
+            elif added is not None:
+                element.append(item_element(other, added))
+        return element
+
+    def related_to(self, item):
+        """The items _embed and _expand add to an item a read answers with, by the name they
+        go under, each with its resource."""
+        added = {}
+        for _, name, other, field, embedded in (
+                self.related if self.command in ("GET", "HEAD") else ()):
+            store = self.server.stores[other.collection]
+            if embedded:  # the items of another resource that refer to this one
+                added[name] = other, store.list(ListQuery(MAX_ID, 0, ("id",), (
+                    Filter(field, "eq", (item.id,)),), None))[1]
+            else:  # the item this one refers to, or None
+                value = item[self.resource.position[field]]
+                added[name] = other, store.get(value) if value is not None else None
+        return added
+
+    def check_write(self, item):
+        """A 422 for each field whose reference names no item (the store holds its lock)."""
+        super().check_write(item)
+        errors = [(field.name, "there is no %s with id %s" % (referred.item, value))
+                  for field, referred, value in references_of(self.resource, item,
+                                                              self.server.resources)
+                  if self.server.stores[referred.collection].get(value) is None]
+        if errors:
+            raise ApiError(HTTPStatus.UNPROCESSABLE_ENTITY, "The %s is not valid; see the "
+                           "errors for %s." % (self.resource.item, ", ".join(
+                               field for field, _ in errors)), errors=errors)
+
+    def check_delete(self, item):
+        """A 409 when items refer to this one, naming each resource and how many: nothing
+        is lost without being asked (json-server would delete them too)."""
+        super().check_delete(item)
+        counts = ["%d %s" % (count, child.item if count == 1 else child.collection)
+                  for child, field in referrers(self.resource, self.server.resources)
+                  for count in [self.server.stores[child.collection].list(ListQuery(
+                      1, 0, ("id",), (Filter(field, "eq", (item.id,)),), None))[0]] if count]
+        if counts:
+            raise ApiError(HTTPStatus.CONFLICT, "The %s with id %d is referred to by %s; "
+                           "change or delete them first: nothing was deleted." % (
+                               self.resource.item, item.id, in_words(counts)))
+
+
+def nested_routes(parent, resources):
+    """The collections under an item that other resources' fields refer to, as json-server
+    nests them: /users/{id}/todos lists and creates the todos of a user."""
+    return [route("%s/{id}%s" % (parent.path, child.path), r"%s/(%s)%s/?" % (
+        re.escape(parent.path), ITEM_ID.pattern, re.escape(child.path)), COLLECTION_ACTIONS,
+        child, parent=(parent, field.name))
+        for child in resources for field in child.fields
+        if field.refers_to == parent.collection]
+
+
+def references_of(resource, item, resources):
+    """(field, referred resource, id) for each reference an item makes to a served resource."""
+    served = {other.collection: other for other in resources if resource.references}
+    return [(field, served[field.refers_to], item[resource.position[field.name]])
+            for field in resource.references if field.refers_to in served
+            and item[resource.position[field.name]] is not None]
+
+
+def referrers(resource, resources):
+    """(resource, field) for each field of a served resource that refers to this one."""
+    return [(other, field.name) for other in resources for field in other.fields
+            if field.refers_to == resource.collection]
+
+
+RELATED = ("_embed", "_expand", "embed")  # json-server's, and react-admin simple-rest's
+
+
+def json_names(text):
+    """react-admin simple-rest's embed=["todos"]: a JSON array of names; else a 400."""
+    try:
+        names = json.loads(text)
+    except ValueError:
+        names = None
+    if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
+        raise bad_query('embed must be a JSON array of names, like ["todos"], not %s.'
+                        % printable(text))
+    return names
+
+
+def relations(resource, resources):
+    """Whether a resource refers to a served one, or a served one to it."""
+    return bool(referrers(resource, resources) or parents(resource, resources))
+
+
+def parents(resource, resources):
+    """{item name: (resource, field)} of the served resources this one refers to."""
+    return {other.item: (other, field.name) for other in resources for field in resource.fields
+            if field.refers_to == other.collection}
+
+
+def read_related(resource, resources, pairs):
+    """The query pairs but _embed, _expand and embed, and what those add to each item:
+    (parameter, name, resource, field, embedded): the items of a resource that refer to
+    this one (_embed=todos), or the item this one refers to (_expand=user; _embed=user
+    in json-server 1.0). An unknown name is a 400."""
+    children = {child.collection: (child, field)
+                for child, field in referrers(resource, resources)}
+    referred = parents(resource, resources)
+    related, rest = [], []
+    for parameter, value in pairs:
+        names = [value] if parameter != "embed" else json_names(value)
+        for name in names if parameter in RELATED else ():
+            found = children.get(name) if parameter != "_expand" else None
+            if found is None and name not in referred:
+                raise bad_query("%s takes %s, not %s." % (parameter, in_words(
+                    list(children if parameter != "_expand" else ()) + list(referred), "or")
+                    or "nothing here", printable(str(name))))
+            other, field = found or referred[name]
+            related.append((parameter, name, other, field, found is not None))
+        if parameter not in RELATED:
+            rest.append((parameter, value))
+    return rest, related
+
+
+
 # -- CORS: letting a page from another origin call the API (--cors) ------------------------
 class CorsHandler(UsersHandler):
     """UsersHandler that lets pages from the --cors origins read its answers (the Fetch
     standard's CORS protocol), and says in the log why a page elsewhere cannot."""
 
     def extra_headers(self):
-        """The CORS headers, on every answer to an allowed origin."""
+        """The CORS headers, on every answer to an allowed origin, unless the route says
+        it carries none."""
+        if self.route is not None and not self.route.cors:
+            return super().extra_headers()
         headers = cors_headers(self.server.cors, self.headers)
         if not headers and self.headers is not None and "Origin" in self.headers:
             self.note_refused_origin(self.headers.get("Origin"))
@@ -1796,8 +2528,9 @@ class CorsHandler(UsersHandler):
 
     def answer_options(self, found):
         """An OPTIONS from an allowed origin that asks for a method is a preflight: 204 with
-        what the browser may send."""
-        preflight = cors_preflight_headers(self.server.cors, self.headers, found.allow)
+        what the browser may send; none for a route that carries no CORS."""
+        preflight = cors_preflight_headers(self.server.cors, self.headers, found.allow) if (
+            found.cors) else []
         self.respond(HTTPStatus.NO_CONTENT, headers=[("Allow", found.allow)] + preflight)
 
     def note_refused_origin(self, origin):
@@ -1903,34 +2636,31 @@ def headers_to_allow(asked):
 
 
 # -- A fake API: what front ends and test suites ask of one ------------------------------
-USERS_TARGET = re.compile(r"/users(?:[/?]|$)")  # a target under /users: /users, /users/1?x
-
-
-ADMIN_ROUTES = [route("/__admin/reset", r"/__admin/reset", {"POST": "reset_users"}),
+# The test controls carry no CORS headers, whatever --cors says: a page on another origin
+# must neither reset the API nor read what was sent to it
+ADMIN_ROUTES = [route("/__admin/reset", r"/__admin/reset", {"POST": "reset"}, cors=False),
                 route("/__admin/requests", r"/__admin/requests",
-                      {"GET": "list_requests", "DELETE": "clear_requests"})]
+                      {"GET": "list_requests", "DELETE": "clear_requests"}, cors=False)]
 
 
 class FakeApiHandler(UsersHandler):
-    """UsersHandler whose /users answers can come late (--delay) or fail (--fail-rate), with
-    test controls under /__admin/: a reset, and the journal of /users requests."""
+    """UsersHandler whose answers for the resources can come late (--delay) or fail
+    (--fail-rate), with test controls under /__admin/: a reset, and the journal of the
+    requests for the resources."""
+
+    added_routes = ADMIN_ROUTES  # the test controls' routes
 
     @classmethod
-    def route_table(cls):
-        """The test controls' routes, besides the others."""
-        return super().route_table() + ADMIN_ROUTES
-
-    @classmethod
-    def keyed_paths(cls):
+    def keyed_paths(cls, resources):
         """The test controls need the key too."""
-        return super().keyed_paths() + ("/__admin",)
+        return super().keyed_paths(resources) + ("/__admin",)
     body_received = b""  # this request's body, once read
 
     def check_caller(self):
         """After the checks of who asks, --fail-rate may fail the request."""
         super().check_caller()
-        fail_on_demand(self.server.fake_api.fail_rate, self.command,
-                       self.path.partition("?")[0])
+        if self.for_resource():
+            fail_on_demand(self.server.fake_api.fail_rate, self.command)
 
     def read_body(self):
         """Keep the body for the journal."""
@@ -1938,10 +2668,10 @@ class FakeApiHandler(UsersHandler):
         return self.body_received
 
     def write_response(self, status, fields, body):
-        """As its answer leaves, a /users request goes into the journal; with --delay, the
-        answer waits here (a write it reports is already done). Every response leaves
-        through write_response, so none is left out of the journal."""
-        if self.headers is not None and USERS_TARGET.match(self.path):
+        """As its answer leaves, a request for a resource goes into the journal; with
+        --delay, the answer waits here (a write it reports is already done). Every response
+        leaves through write_response, so none is left out of the journal."""
+        if self.headers is not None and self.for_resource():
             self.server.journal.add(self.command, self.path, self.headers.items(),
                                     self.body_received, status)
             self.body_received = b""
@@ -1949,31 +2679,19 @@ class FakeApiHandler(UsersHandler):
                 wait_for_delay(self.server.fake_api.delay)
         super().write_response(status, fields, body)
 
-    def extra_headers(self):
-        """No CORS headers on the test controls: a page on another origin must neither
-        reset the API nor read what was sent to it."""
-        headers = super().extra_headers()
-        return [] if headers and self.for_test_controls() else headers
+    def for_resource(self):
+        """Whether this request's target is a resource's, or under one: /users, /users/1?x."""
+        return self.server.resource_targets.match(self.path) is not None
 
-    def answer_options(self, found):
-        """No CORS preflight answer for the test controls either."""
-        if self.for_test_controls():
-            return UsersHandler.answer_options(self, found)
-        super().answer_options(found)
-
-    def for_test_controls(self):
-        """Whether this request is for a path under /__admin/."""
-        return self.headers is not None and self.path.startswith("/__admin")
-
-    def reset_users(self):
-        """POST /__admin/reset: back to the users the server started with; 409 with --db."""
+    def reset(self):
+        """POST /__admin/reset: back to the items the server started with; 409 with --db."""
         self.server.reset()
         self.respond(HTTPStatus.NO_CONTENT)
 
     def list_requests(self):
         """GET /__admin/requests: the journal, oldest first, in JSON."""
         self.respond(HTTPStatus.OK, json_bytes({"requests": self.server.journal.entries()}),
-                     "application/json")
+                     JSON_TYPE)
 
     def clear_requests(self):
         """DELETE /__admin/requests: empty the journal."""
@@ -1989,23 +2707,24 @@ class FakeApiServer(UsersServer):
     def __init__(self, *args, fake_api=None, **options):
         self.fake_api, self.journal = fake_api or FakeApi(), Journal()
         super().__init__(*args, **options)
+        self.resource_targets = re.compile(r"(?:%s)(?:[/?]|$)" % "|".join(  # /users, /users/1?x
+            re.escape(resource.path) for resource in self.resources))
 
     def reset(self):
-        """Back to the users the server started with, new ids after them, and the journal
+        """Back to the items the server started with, new ids after them, and the journal
         emptied: a test's known state. A database file is not reset over HTTP (409)."""
-        self.store.reset(self.fake_api.starting_users())
+        for store in self.stores.values():
+            store.reset(self.fake_api.starting_items(store.resource))
         self.journal.clear()
 
 
 class ResettableMemoryStore(MemoryStore):
-    """MemoryStore that can go back to a list of users (POST /__admin/reset)."""
+    """MemoryStore that can go back to a list of items (POST /__admin/reset)."""
 
-    def reset(self, users):
-        """Hold these users and none else, as a new store given them would."""
-        fresh = MemoryStore(users)
+    def reset(self, items):
+        """Hold these items and none else, as a new store given them would."""
         with self.lock:
-            self.users, self.ids_by_email, self.last_id = (fresh.users, fresh.ids_by_email,
-                                                           fresh.last_id)
+            self.start(items)
             self.changes += 1
 
 
@@ -2062,9 +2781,11 @@ MAX_FAKE_USERS = 1000000
 
 class FakeApi:
     """The options that make the service a fake API: answers that take time (--delay) or
-    fail (--fail-rate), and users to start with (--fake-users; --load, or running()'s users=)."""
+    fail (--fail-rate), and items to start with (--fake-users; --load, or running()'s
+    users=), of the resources it serves."""
 
-    def __init__(self, delay=0, fail_rate=0.0, fake_users=0, load=None, users=None):
+    def __init__(self, delay=0, fail_rate=0.0, fake_users=0, load=None, users=None,
+                 resources=None):
         low, high = (delay, delay) if isinstance(delay, int) else delay
         if not 0 <= low <= high <= MAX_DELAY:
             raise ValueError("delay is milliseconds from 0 to %d, or a (min, max) pair of "
@@ -2076,36 +2797,82 @@ class FakeApi:
         if load is not None and users is not None:
             raise ValueError("load reads users from a file, users takes them: give one")
         self.delay, self.fail_rate, self.fake_users = (low, high), fail_rate, fake_users
+        self.resources = list(resources or [USERS])
         if load is not None:
-            self.users = users_from_entries(read_users_file(load), load)
+            self.items = self.read(read_load_file(load), load)
         else:
             entries = [list(user.items()) if isinstance(user, dict) else user
                        for user in users or []]
-            self.users = users_from_entries(entries, "users=")
+            self.items = {"users": items_from_entries(self.resource("users"), entries,
+                                                      "users=")} if entries else {}
 
-    def starting_users(self):
-        """The loaded users, then the fake ones after them (ValueError if they share an email)."""
-        first_id = max([user.id for user in self.users], default=0) + 1
-        fakes = [fake_user(user_id) for user_id in range(first_id, first_id + self.fake_users)]
-        loaded_emails = {email_key(user.email) for user in self.users}
-        for fake in (fake for fake in fakes if email_key(fake.email) in loaded_emails):
-            raise ValueError("the loaded email %s is fake user %d's too" % (fake.email, fake.id))
-        return self.users + fakes
+    def resource(self, collection):
+        """The resource of a collection that is served; a ValueError if none is."""
+        for resource in self.resources:
+            if resource.collection == collection:
+                return resource
+        raise ValueError("%s are not served: give make_server a resource for them" % collection)
 
-    def add_users_to(self, store):
-        """Start an empty SQLite store with the starting users. A file that holds users
-        already is left as it is."""
-        if (self.users or self.fake_users) and not store.list(EVERYONE_BY_ID)[0]:
-            store.load(self.starting_users())
+    def read(self, document, source):
+        """The items of a --load file, by collection: an array is users', an object holds
+        the collections of json-server's db.json."""
+        if not isinstance(document, ObjectPairs):
+            return {"users": items_from_entries(self.resource("users"), document, source)}
+        self.resources, entries = resources_from_file(document, self.resources, source)
+        items = {resource.collection: items_from_entries(
+            resource, entries[resource.collection], source, "%s: " % resource.collection)
+            for resource in self.resources if resource.collection in entries}
+        check_file_references(self.resources, items, source)
+        return items
+
+    def starting_items(self, resource):
+        """The loaded items, then for users the fake ones after them (ValueError if they
+        share a unique value)."""
+        loaded = self.items.get(resource.collection, [])
+        if resource.collection != "users" or not self.fake_users:
+            return loaded
+        first_id = max([item.id for item in loaded], default=0) + 1
+        fakes = [fake_item(resource, item_id)
+                 for item_id in range(first_id, first_id + self.fake_users)]
+        for field in resource.unique:
+            position = resource.position[field.name]
+            taken = {unique_key(field, item[position]) for item in loaded}
+            for fake in (fake for fake in fakes if unique_key(field, fake[position]) in taken):
+                raise ValueError("the loaded %s %s is fake %s %d's too" % (
+                    field.name, fake[position], resource.item, fake.id))
+        return loaded + fakes
+
+    def add_items_to(self, store):
+        """Start a SQLite table that never held an item with its starting items. One that
+        did is left as it is, even emptied: its ids are never given again."""
+        if store.never_held():
+            items = self.starting_items(store.resource)
+            if items:
+                store.load(items)
+
+    def add_stored(self, declarations):
+        """Serve what a database file stored of the resources a --load file gave it, so
+        that a start without the file serves the same resources and fields."""
+        for collection, declaration in declarations:
+            known = next((each for each in self.resources if each.collection == collection),
+                         None)
+            fields = [Field(**field) for field in declaration["fields"]
+                      if known is None or field["name"] not in known.fields_by_name]
+            resource = Resource(collection, (known.fields if known else ()) + tuple(fields),
+                                item=declaration["item"], singular=declaration["singular"])
+            self.resources = [resource if each is known else each for each in self.resources]
+            if known is None:
+                self.resources.append(resource)
 
 
 EVERYONE_BY_ID = ListQuery(limit=1, offset=0, sort=("id",), filters=(), q=None)
 
 
-def fail_on_demand(rate, method, path):
-    """With --fail-rate, answer that share of /users requests, chosen at random, with a 503
-    before anything changes, so that a client's retries can be tried (RFC 9110 §15.6.4)."""
-    if not rate or method == "OPTIONS" or not is_under(path, "/users"):
+def fail_on_demand(rate, method):
+    """With --fail-rate, answer that share of requests for the resources, chosen at random,
+    with a 503 before anything changes, so that a client's retries can be tried (RFC 9110
+    §15.6.4)."""
+    if not rate or method == "OPTIONS":
         return
     if random.random() < rate:
         raise ApiError(HTTPStatus.SERVICE_UNAVAILABLE, "This failure was asked for: the server "
@@ -2120,8 +2887,8 @@ def wait_for_delay(delay):
         time.sleep(random.randint(low, high) / 1000)
 
 
-def read_users_file(path):
-    """The entries of a --load file, each a list of (field, value) pairs like a POST body."""
+def read_load_file(path):
+    """The document of a --load file: an array of users, or json-server's db.json object."""
     try:
         with open(path, "rb") as file:
             text = file.read().decode("utf-8")
@@ -2130,73 +2897,166 @@ def read_users_file(path):
     except UnicodeDecodeError:
         raise ValueError("%s: is not UTF-8 text" % path) from None
     try:
-        entries = json.loads(text, object_pairs_hook=ObjectPairs, parse_constant=refuse_constant)
+        document = json.loads(text, object_pairs_hook=ObjectPairs, parse_constant=refuse_constant)
     except ValueError as error:
-        raise ValueError("%s: is not a JSON array of users: %s" % (path, error)) from None
-    if not isinstance(entries, list) or isinstance(entries, ObjectPairs):
-        raise ValueError("%s: is not a JSON array of users" % path)
-    return entries
+        raise ValueError("%s: is not a JSON array of users or object of resources: %s"
+                         % (path, error)) from None
+    if not isinstance(document, list):
+        raise ValueError("%s: is not a JSON array of users or object of resources" % path)
+    return document
 
 
-def users_from_entries(entries, source):
-    """Check each entry as POST checks a body, and its id if it has one; give the users
+def items_from_entries(resource, entries, source, within=""):
+    """Check each entry as POST checks a body, and its id if it has one; give the items
     without an id the ids after the largest given. A mistake is a ValueError naming it."""
-    users, ids, emails = [], {}, {}
+    items, ids, taken = [], {}, {field.name: {} for field in resource.unique}
     for number, entry in enumerate(entries, 1):
-        where = "%s: user %d of %d: " % (source, number, len(entries))
-        if not isinstance(entry, list) or not all(isinstance(pair, tuple) for pair in entry):
-            raise ValueError(where + "must be an object with name, email and optionally id")
-        user = user_from_entry(entry, where)
-        if user.id in ids:
-            raise ValueError(where + "the id %d is user %d's too" % (user.id, ids[user.id]))
-        if email_key(user.email) in emails:
-            raise ValueError(where + "the email %s is user %d's too (compared ignoring case)"
-                             % (user.email, emails[email_key(user.email)]))
-        if user.id is not None:
-            ids[user.id] = number
-        emails[email_key(user.email)] = number
-        users.append(user)
+        where = "%s: %s%s %d of %d: " % (source, within, resource.item, number, len(entries))
+        if not isinstance(entry, ObjectPairs) and not (isinstance(entry, list) and all(
+                isinstance(pair, tuple) for pair in entry)):
+            raise ValueError(where + "must be an object with %s and optionally id"
+                             % ", ".join(resource.field_names))
+        item = item_from_entry(resource, entry, where, digit_ids=bool(within))
+        if item.id in ids:
+            raise ValueError(where + "the id %d is %s %d's too" % (item.id, resource.item,
+                                                                   ids[item.id]))
+        for field in resource.unique:
+            key = unique_key(field, item[resource.position[field.name]])
+            if key is not None and key in taken[field.name]:
+                raise ValueError(where + "the %s %s is %s %d's too%s" % (
+                    field.name, item[resource.position[field.name]], resource.item,
+                    taken[field.name][key], " (compared ignoring case)" if field.ignores_case
+                    else ""))
+            taken[field.name][key] = number
+        if item.id is not None:
+            ids[item.id] = number
+        items.append(item)
     new_ids = itertools.count(max(ids, default=0) + 1)
-    return [user if user.id else user._replace(id=next(new_ids)) for user in users]
+    return [item if item.id else item._replace(id=next(new_ids)) for item in items]
 
 
-def user_from_entry(pairs, where):
-    """One checked entry as a User, its id None when it has none."""
+def item_from_entry(resource, pairs, where, digit_ids=False):
+    """One checked entry as an item, its id None when it has none; with digit_ids, an id
+    may be a string of digits, as json-server 1.0 writes them."""
     given_ids = [value for field, value in pairs if field == "id"]
     try:
-        fields = validate_user([(field, value) for field, value in pairs if field != "id"])
+        fields = validate(resource, [(field, value) for field, value in pairs if field != "id"])
     except ApiError as error:
         raise ValueError(where + "; ".join("%s %s" % pair for pair in error.errors)) from None
     if len(given_ids) > 1:
         raise ValueError(where + "id is given more than once")
-    if given_ids and not (type(given_ids[0]) is int and 1 <= given_ids[0] <= MAX_USER_ID):
-        raise ValueError(where + "id must be a whole number from 1 to %d" % MAX_USER_ID)
-    return new_user(given_ids[0] if given_ids else None, fields)
+    if digit_ids and given_ids and isinstance(given_ids[0], str) and DIGITS.fullmatch(
+            given_ids[0]):
+        given_ids[0] = int(given_ids[0])
+    if given_ids and not (type(given_ids[0]) is int and 1 <= given_ids[0] <= MAX_ID):
+        raise ValueError(where + "id must be a whole number from 1 to %d" % MAX_ID)
+    return new_item(resource, given_ids[0] if given_ids else None, fields)
 
 
-# --fake-users: 64 given names times 64 family names, then again with a middle initial
-GIVEN_NAMES = """Ada Grace Alan Katherine Edsger Barbara Donald Margaret Dennis Frances Ken
-    Radia Tim Hedy John Annie Linus Sophie Guido Karen Niklaus Jean Claude Mary Leslie Shafi
-    Vint Adele Bjarne Lynn Dorothy Charles Evelyn Fernando Susan Martin Carol Robert Elizabeth
-    Peter Anita James Joan Brian Ruth Richard Sally Whitfield Cynthia Yukihiro Betty Larry
-    Marian Andrew Frieda Rasmus Kathleen Tony Ivan Lois Ward Hal Irma Alonzo""".split()
-FAMILY_NAMES = """Lovelace Hopper Turing Johnson Dijkstra Liskov Knuth Hamilton Ritchie Allen
-    Thompson Perlman Lamarr McCarthy Easley Torvalds Wilson Wirth Sammet Shannon Lamport
-    Goldwasser Cerf Goldberg Stroustrup Conway Vaughan Babbage Boole Kernighan Pike Cox
-    Stallman Diffie Dwork Matsumoto Holberton Wall Backus Tanenbaum Lerdorf Booth Hoare
-    Sutherland Kay Engelbart Hellman Rivest Shamir Adleman Cunningham Abelson Sussman Church
-    Gosling Bartik Estrin Clarke Hollerith Neumann Minsky Hamming Moore Keller""".split()
+MAX_LOADED_LENGTH = 10000  # characters in a string of a resource read off a file
+
+
+def resources_from_file(document, declared, source):
+    """The resources a db.json object holds, and each one's entries: a declared resource
+    (users) keeps its fields and gains any other key of its items as an optional field;
+    another one gets the fields its items show. An array is a collection."""
+    resources, entries, names = list(declared), {}, [name for name, _ in document]
+    for name, value in document:
+        singular = isinstance(value, ObjectPairs)  # an object: one item, as /profile
+        if singular:
+            value = ObjectPairs([ObjectPairs([("id", ONLY_ID)] + value)])
+        if not isinstance(value, list):
+            raise ValueError("%s: %s: is %s, not an array of items or an object" % (
+                source, name, describe(value)))
+        if not all(isinstance(entry, ObjectPairs) for entry in value):
+            number = next(number for number, entry in enumerate(value, 1)
+                          if not isinstance(entry, ObjectPairs))
+            raise ValueError("%s: %s: item %d of %d: is %s, not an object" % (
+                source, name, number, len(value), describe(value[number - 1])))
+        known = next((resource for resource in declared if resource.collection == name), None)
+        fields = inferred_fields(value, names, known.field_names if known else None)
+        try:
+            resource = Resource(name, (known.fields if known else ()) + fields,
+                                item=known.item if known else None, singular=singular)
+        except ValueError as error:
+            raise ValueError("%s: %s: %s" % (source, name, error)) from None
+        resources = [resource if each is known else each for each in resources]
+        if known is None:
+            resource.inferred = True  # read off a file: the database keeps it (--db)
+            resources.append(resource)
+        entries[name] = [[(key, digits_as_integer(resource, key, member))
+                          for key, member in entry] for entry in value]
+    return resources, entries
+
+
+def inferred_fields(entries, collections, declared=None):
+    """The fields json-server would see in a collection's items: each key's type is the
+    JSON type its values share, required when every item has a value (for a resource not
+    declared); a key xxxId of integers refers to the collection xxxs when the file has it."""
+    keys = [key for key in dict.fromkeys(key for entry in entries for key, _ in entry)
+            if key != "id" and key not in (declared or ())]
+    fields = []
+    for key in keys:
+        values = [dict(entry).get(key) for entry in entries]
+        given = [value for value in values if value is not None]
+        kind, refers_to = json_type(given), None
+        if key.endswith("Id") and key[:-2] + "s" in collections and all(
+                type(value) is int or isinstance(value, str) and DIGITS.fullmatch(value)
+                for value in given):  # json-server 1.0 writes ids as strings of digits
+            kind, refers_to = "integer", key[:-2] + "s"
+        fields.append(Field(key, kind,
+                            required=declared is None and len(given) == len(values) > 0,
+                            refers_to=refers_to, example=given[0] if given and kind != "json"
+                            else None,
+                            max_length=MAX_LOADED_LENGTH if kind == "string" else None))
+        fields[-1].inferred = True  # read off a file: the database keeps it (--db)
+    return tuple(fields)
+
+
+def json_type(values):
+    """The type a key's values share: integers and numbers together are numbers; values of
+    several types, or objects and arrays, are json."""
+    kinds = {"boolean" if isinstance(value, bool) else "integer" if isinstance(value, int)
+             else "number" if isinstance(value, float) else "string" if isinstance(value, str)
+             else "json" for value in values}
+    if kinds <= {"integer", "number"} and kinds:
+        return "number" if "number" in kinds else "integer"
+    return kinds.pop() if len(kinds) == 1 else "json" if kinds else "string"
+
+
+def digits_as_integer(resource, key, value):
+    """A reference written as a string of digits, as json-server 1.0 writes ids, as the
+    integer it stands for."""
+    field = resource.fields_by_name.get(key)
+    if field is not None and field.refers_to and isinstance(value, str) and (
+            DIGITS.fullmatch(value)):
+        return int(value)
+    return value
+
+
+def check_file_references(resources, items, source):
+    """Every reference a file's items make names an item of the file; a ValueError if not."""
+    ids = {collection: {item.id for item in loaded} for collection, loaded in items.items()}
+    for resource in resources:
+        for field in (field for field in resource.fields if field.refers_to):
+            position = resource.position[field.name]
+            for number, item in enumerate(items.get(resource.collection, []), 1):
+                if item[position] is not None and item[position] not in ids.get(
+                        field.refers_to, ()):
+                    raise ValueError("%s: %s: %s %d: %s %s names no item of %s" % (
+                        source, resource.collection, resource.item, item.id, field.name,
+                        item[position], field.refers_to))
+
+
+def fake_item(resource, item_id):
+    """The same made-up item for an id on every run, from its fields' fake values."""
+    return new_item(resource, item_id, {field.name: field.fake(item_id)
+                                        for field in resource.fields if field.fake})
 
 
 def fake_user(user_id):
-    """The same made-up user for an id on every run, like Grace Hopper, grace.hopper.17@example.com."""
-    pairs = len(GIVEN_NAMES) * len(FAMILY_NAMES)
-    pair = (user_id - 1) * 1237 % pairs  # 1237 shares no factor with 4096: each pair once
-    given, family = GIVEN_NAMES[pair % len(GIVEN_NAMES)], FAMILY_NAMES[pair // len(GIVEN_NAMES)]
-    initial = (user_id - 1) // pairs % 27  # 0 for the first 4096 users: no initial
-    middle = " %s. " % chr(ord("A") + initial - 1) if initial else " "
-    email = "%s.%s.%d@example.com" % (given.lower(), family.lower(), user_id)
-    return new_user(user_id, {"name": given + middle + family, "email": email})
+    """The same made-up user for an id on every run, as --fake-users makes them."""
+    return fake_item(USERS, user_id)
 
 
 # -- The list dialects of front-end libraries --------------------------------------------
@@ -2205,7 +3065,6 @@ def fake_user(user_id):
 # Each is read here into the same ListQuery as ours, so the store does the same work and
 # gives the same users in the same order; only the shape of two dialects' answers differs.
 
-FILTERED = ("id",) + FIELD_NAMES  # what a dialect may filter and sort by
 SUFFIX_TESTS = {"_ne": "ne", "_gte": "gte", "_lte": "lte", "_like": "contains"}  # 0.17's
 COLON_TESTS = ("eq", "ne", "lt", "lte", "gt", "gte", "in", "contains", "startsWith",
                "endsWith")  # 1.0's FIELD:TEST; the last three are for text, not for id
@@ -2215,10 +3074,15 @@ WAYS = {"limit": {"ours"}, "offset": {"ours"}, "range": {"range"}, "_end": {"sta
         "_page": {"page", "per-page"}, "_per_page": {"per-page"},
         "sort": {"sort"}, "_sort": {"_sort"}, "_order": {"_sort"}}
 SORTING = ("sort", "_sort", "_order")
-DIALECT_PARAMETERS = LIST_PARAMETERS + (
-    "id", "FIELD_ne", "FIELD_gte", "FIELD_lte", "FIELD_like", "FIELD:TEST", "_start", "_end",
-    "_limit", "_page", "_per_page", "_sort", "_order", "range", "filter (FIELD: %s; TEST: %s)"
-    % (in_words(FILTERED, "or"), ", ".join(COLON_TESTS)))
+
+
+def dialect_parameters(resource):
+    """What a 400 lists as the parameters a list in the dialects takes."""
+    return resource.list_parameters + (
+        "id", "FIELD_ne", "FIELD_gte", "FIELD_lte", "FIELD_like", "FIELD:TEST", "_start",
+        "_end", "_limit", "_page", "_per_page", "_sort", "_order", "range",
+        "filter (FIELD: %s; TEST: %s)" % (in_words(resource.sorted_by, "or"),
+                                         ", ".join(COLON_TESTS)))
 
 
 class DialectHandler(UsersHandler):
@@ -2231,29 +3095,32 @@ class DialectHandler(UsersHandler):
         query_string = "&".join(  # less the cache-buster jQuery and others add: _=1700000000000
             part for part in query_string.split("&") if part.partition("=")[0] != "_")
         pairs = query_pairs(query_string)
-        self.dialect = None if in_our_parameters(pairs) else DialectQuery(pairs)
+        self.dialect = None if in_our_parameters(self.resource, pairs) else DialectQuery(
+            self.resource, pairs)
         if self.dialect is None:
             return super().read_list_query(query_string)
         return self.dialect.list_query(), self.dialect.kept
 
-    def render_page(self, query, total, users):
+    def render_page(self, query, total, items):
         """A page in the shape the dialect's clients read: 1.0's per-page object."""
         if self.dialect is not None and self.dialect.paging == "per-page":
-            return render_per_page(query, total, users, self.format)
-        return super().render_page(query, total, users)
+            return render_per_page(self.resource, query, total, items, self.format,
+                                   self.document, self.element)
+        return super().render_page(query, total, items)
 
-    def page_headers(self, query, total, users, kept):
-        """react-admin's simple-rest reads which users it got in Content-Range."""
-        headers = super().page_headers(query, total, users, kept)
+    def page_headers(self, query, total, items, kept):
+        """react-admin's simple-rest reads which items it got in Content-Range."""
+        headers = super().page_headers(query, total, items, kept)
         if self.dialect is not None and self.dialect.content_range:
-            headers.append(("Content-Range", content_range(query.offset, len(users), total)))
+            headers.append(("Content-Range", content_range(
+                self.resource.collection, query.offset, len(items), total)))
         return headers
 
 
-def in_our_parameters(pairs):
+def in_our_parameters(resource, pairs):
     """Whether the core reads this query: our parameters, each once, and no JSON sort."""
     names = [name for name, _ in pairs]
-    return set(names) <= set(LIST_PARAMETERS) and len(set(names)) == len(names) and not (
+    return set(names) <= set(resource.list_parameters) and len(set(names)) == len(names) and not (
         dict(pairs).get("sort", "").startswith("["))  # react-admin's sort=["id","ASC"]
 
 
@@ -2267,7 +3134,10 @@ class DialectMemoryStore(MemoryStore):
     """MemoryStore whose filters make every test the dialects ask for."""
 
     def passes_filter(self, value, field, test, values):
-        """ne, the orders and the text tests, besides the core's eq."""
+        """ne, the orders and the text tests, besides the core's eq; a none passes none of
+        them, as NULL passes no comparison in SQL."""
+        if value is None:
+            return False
         if test in ("eq", "ne"):
             return super().passes_filter(value, field, "eq", values) == (test == "eq")
         if test in ORDER_TESTS:
@@ -2279,10 +3149,16 @@ class DialectQuery:
     """The pairs of a list query in any mix of the dialects, read into a ListQuery. A 400
     names the parameter as it was sent."""
 
-    def __init__(self, pairs):
-        self.given, self.filters, self.any_of, self.q = {}, [], {}, []
-        kinds = [(name, value, parameter_kind(name)) for name, value in pairs]
-        refuse_unknown([name for name, _, kind in kinds if kind is None], DIALECT_PARAMETERS)
+    def __init__(self, resource, pairs):
+        self.resource, self.given, self.filters, self.any_of, self.q = resource, {}, [], {}, []
+        kinds = [(name, value, parameter_kind(resource, name)) for name, value in pairs]
+        for name in (name for name, _, kind in kinds if kind is None):
+            field = name.partition(":")[0] if ":" in name else split_suffix(name)[0]
+            if field in resource.described:
+                raise bad_query("%s is a json field, which the list neither filters nor sorts "
+                                "by; %s is not taken." % (field, printable(name)))
+        refuse_unknown([name for name, _, kind in kinds if kind is None],
+                       dialect_parameters(resource))
         for name, value, kind in kinds:
             self.read(name, value, kind)
         self.paging = self.way("paging", [name for name in WAYS if name not in SORTING])
@@ -2333,24 +3209,24 @@ class DialectQuery:
         """The offset and limit of the page asked for."""
         given, paging = self.given, self.paging
         if paging == "range":
-            return range_page(given["range"])
+            return range_page(self.resource, given["range"])
         if paging in ("start-end", "start-limit"):
             return start_page(given)
         if paging in ("page", "per-page"):  # json-server's _limit is 10 unless given
             size = integer_parameter(given, "_per_page" if paging == "per-page" else "_limit",
                                      10, 1, MAX_LIMIT)
-            return (integer_parameter(given, "_page", 1, 1, MAX_USER_ID // size) - 1) * size, size
-        return (integer_parameter(given, "offset", 0, 0, MAX_USER_ID),
+            return (integer_parameter(given, "_page", 1, 1, MAX_ID // size) - 1) * size, size
+        return (integer_parameter(given, "offset", 0, 0, MAX_ID),
                 integer_parameter(given, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT))
 
     def sort_keys(self):
         """The sort keys asked for, as the core writes them: "-name" is descending."""
         given = self.given
         if self.sorting == "sort" and given["sort"].startswith("["):
-            return (json_sort_key(given["sort"]),)
+            return (json_sort_key(self.resource, given["sort"]),)
         if self.sorting != "_sort":
-            return sort_keys("sort", given.get("sort", "id"))
-        keys = sort_keys("_sort", given["_sort"])  # json-server 1.0: _sort=-name,id
+            return sort_keys(self.resource, "sort", given.get("sort", "id"))
+        keys = sort_keys(self.resource, "_sort", given["_sort"])  # json-server 1.0: _sort=-name,id
         return ordered_keys(keys, given["_order"]) if "_order" in given else keys
 
     def read_json_filter(self, text):
@@ -2359,49 +3235,52 @@ class DialectQuery:
             values = wanted if isinstance(wanted, list) else [wanted]
             if field == "q" and isinstance(wanted, str) and wanted:
                 self.q.append(wanted)
-            elif field in FILTERED and all(type(value) in (str, int) for value in values):
-                self.add_filter("filter", field, "eq", [str(value) for value in values])
+            elif field in self.resource.sorted_by and all(
+                    type(value) in (str, int, bool) for value in values):
+                self.add_filter("filter", field, "eq", [value if isinstance(value, str) else
+                                                        json_text(value) for value in values])
             else:
                 raise bad_query('filter must be a JSON object of "q" or a field (%s), with a '
                                 'value or a list of values; %s is not.' % (
-                                    ", ".join(FILTERED), printable(json.dumps(field))))
+                                    ", ".join(self.resource.sorted_by),
+                                    printable(json.dumps(field))))
 
     def add_filter(self, name, field, test, values):
         """Keep a filter; the values of an equality named again are any of them."""
-        values = [filter_value(name, field, value) for value in values]
+        values = [query_value(self.resource, name, field, value) for value in values]
         if test in ("eq", "in"):
             self.any_of.setdefault((field, name), []).extend(values)
         else:
             self.filters.append(Filter(field, test, tuple(values)))
 
 
-def range_page(text):
+def range_page(resource, text):
     """react-admin's range=[first, last], both counted: as an offset and a limit."""
     first, last = json_parameter("range", text, list)
-    if not (all(type(n) is int and 0 <= n <= MAX_USER_ID for n in (first, last))
+    if not (all(type(n) is int and 0 <= n <= MAX_ID for n in (first, last))
             and 1 <= last - first + 1 <= MAX_LIMIT):
         raise bad_query("range must be [first, last]: whole numbers, first from 0, and 1 to "
-                        "%d users from first to last." % MAX_LIMIT)
+                        "%d %s from first to last." % (MAX_LIMIT, resource.collection))
     return first, last - first + 1
 
 
 def start_page(given):
     """json-server 0.17's _start with _end (not counted) or with _limit: offset and limit."""
-    start = integer_parameter(given, "_start", 0, 0, MAX_USER_ID)
+    start = integer_parameter(given, "_start", 0, 0, MAX_ID)
     if "_end" not in given:
         return start, integer_parameter(given, "_limit", DEFAULT_LIMIT, 1, MAX_LIMIT)
-    end = integer_parameter(given, "_end", None, 0, MAX_USER_ID)
+    end = integer_parameter(given, "_end", None, 0, MAX_ID)
     if not 1 <= end - start <= MAX_LIMIT:
         raise bad_query("_end must be 1 to %d more than _start." % MAX_LIMIT)
     return start, end - start
 
 
-def json_sort_key(text):
+def json_sort_key(resource, text):
     """react-admin's sort=["name", "DESC"] as the core's sort key, "-name"."""
     field, order = json_parameter("sort", text, list)
-    if field not in FILTERED or order not in ("ASC", "DESC", "asc", "desc"):
+    if field not in resource.sorted_by or order not in ("ASC", "DESC", "asc", "desc"):
         raise bad_query('sort must be ["FIELD", "ASC" or "DESC"], FIELD one of %s.'
-                        % ", ".join(FILTERED))
+                        % ", ".join(resource.sorted_by))
     return ("-" if order.upper() == "DESC" else "") + field
 
 
@@ -2416,16 +3295,16 @@ def ordered_keys(keys, text):
     return tuple(("-" if order == "desc" else "") + key for key, order in zip(keys, orders))
 
 
-def parameter_kind(name):
+def parameter_kind(resource, name):
     """What a list parameter is: a way of paging or sorting, q, react-admin's filter, a
-    (field, test) filter, or None when no dialect has it."""
+    (field, test) filter, or None when no dialect has it. The text tests are for strings."""
     if name in WAYS or name in ("q", "filter"):
         return name
     field, colon, test = name.partition(":")
     if not colon:
         field, test = split_suffix(name)
-    if field in FILTERED and test in COLON_TESTS and not (
-            field == "id" and test in TEXT_TESTS):
+    if field in resource.sorted_by and test in COLON_TESTS and not (test in TEXT_TESTS and (
+            field == "id" or resource.fields_by_name[field].type != "string")):
         return field, test
     return None
 
@@ -2436,18 +3315,6 @@ def split_suffix(name):
         if name.endswith(suffix):
             return name[:-len(suffix)], test
     return name, "eq"
-
-
-def filter_value(name, field, value):
-    """A filter's value as its field holds it: an id is a whole number, text is text."""
-    if value == "":
-        raise bad_query("%s has an empty value." % printable(name))
-    if field != "id":
-        return value
-    if not DIGITS.fullmatch(value) or len(value) > 19 or int(value) > MAX_USER_ID:
-        raise bad_query("%s compares ids: whole numbers from 0 to %d, not %s."
-                        % (printable(name), MAX_USER_ID, printable(value)))
-    return int(value)
 
 
 JSON_SHAPES = {"range": "[first, last]", "sort": '["FIELD", "ASC" or "DESC"]',
@@ -2468,15 +3335,16 @@ def json_parameter(name, text, kind):
     return value
 
 
-def content_range(offset, sent, total):
-    """react-admin's Content-Range: the first and last index of the users sent, and how
+def content_range(collection, offset, sent, total):
+    """react-admin's Content-Range: the first and last index of the items sent, and how
     many match ("users 0-9/25"), or "users */25" when none is sent."""
     if not sent:
-        return "users */%d" % total
-    return "users %d-%d/%d" % (offset, offset + sent - 1, total)
+        return "%s */%d" % (collection, total)
+    return "%s %d-%d/%d" % (collection, offset, offset + sent - 1, total)
 
 
-def render_per_page(query, total, users, fmt):
+def render_per_page(resource, query, total, users, fmt, document=item_document,
+                    element=item_element):
     """json-server 1.0's page object: where the pages are, how many users match, and the
     page's users as data; in XML a <page> whose null prev or next is empty."""
     size, page = query.limit, query.offset // query.limit + 1
@@ -2485,11 +3353,12 @@ def render_per_page(query, total, users, fmt):
               "next": page + 1 if page < last else None, "last": last, "pages": last,
               "items": total}
     if fmt is JSON:
-        return json_bytes(dict(fields, data=[user_document(user) for user in users]))
-    element = xml_element("page", **{name: "" if value is None else value
-                                     for name, value in fields.items()})
-    ElementTree.SubElement(element, "data").extend(user_element(user) for user in users)
-    return xml_bytes(element)
+        return json_bytes(dict(fields, data=[document(resource, user) for user in users]))
+    page_element = xml_element("page", {name: "" if value is None else value
+                                        for name, value in fields.items()})
+    ElementTree.SubElement(page_element, "data").extend(element(resource, user)
+                                                        for user in users)
+    return xml_bytes(page_element)
 
 
 # ---------------------------------------------------------------------------------------
@@ -2507,29 +3376,35 @@ INDEX_ROUTE = route("/", r"/", {"GET": "get_index"})
 class ExplorerHandler(UsersHandler):
     """UsersHandler with GET /: an index of the API, or for a browser the explorer page."""
 
-    @classmethod
-    def route_table(cls):
-        """GET /, besides the other routes."""
-        return super().route_table() + [INDEX_ROUTE]
+    added_routes = [INDEX_ROUTE]
 
     def route_request(self):
         """A browser, which ranks text/html first, gets the explorer at GET /, a page that
         says where this server keeps its users, whatever else its Accept takes."""
         if (self.command in ("GET", "HEAD") and self.path.partition("?")[0] == "/"
                 and prefers_html(self.headers.get("Accept"))):
-            return self.respond(HTTPStatus.OK, explorer_page(self.store.kept_in),
-                                "text/html; charset=utf-8", EXPLORER_HEADERS)
+            return self.respond(HTTPStatus.OK, explorer_page(
+                self.explored(), self.server.resources, self.server.store.kept_in),
+                "text/html; charset=utf-8", EXPLORER_HEADERS)
         super().route_request()
+
+    def explored(self):
+        """The resource the explorer is asked for (/?resource=todos), else the first listed."""
+        listed = [resource for resource in self.server.resources if not resource.singular]
+        asked = dict(parse_qsl(self.path.partition("?")[2])).get("resource")
+        return next((resource for resource in listed if resource.collection == asked),
+                    listed[0] if listed else USERS)
 
     def get_index(self):
         """GET /: where to find things, for a client of the API."""
-        self.respond(HTTPStatus.OK, render_index(self.format), self.format.content_type)
+        self.respond(HTTPStatus.OK, render_index(self.server.resources, self.format),
+                     self.format.content_type)
 
 
-def render_index(fmt):
-    """The index at GET /, which points to the users."""
-    index = {"users": "/users"}
-    return json_bytes(index) if fmt is JSON else xml_bytes(xml_element("index", **index))
+def render_index(resources, fmt):
+    """The index at GET /, which points to each resource: {"users": "/users", ...}."""
+    index = {resource.collection: resource.path for resource in resources}
+    return json_bytes(index) if fmt is JSON else xml_bytes(xml_element("index", index))
 
 
 def prefers_html(accept):
@@ -2537,7 +3412,7 @@ def prefers_html(accept):
     ranges = parse_accept(accept or "")
     html_q = quality("text/html", ranges)
     return html_q > max(quality(media_type, ranges)
-                        for media_type in ("application/json", "application/xml", "text/xml"))
+                        for media_type in MEDIA_TYPES)
 
 
 EXPLORER_STYLE = """
@@ -2570,30 +3445,39 @@ EXPLORER_SCRIPT = r"""
 "use strict";
 const byId = (id) => document.getElementById(id);
 const settings = { apiKey: "", format: "json" };  // the key lives only in this variable
-// A user's fields, in order, from the form's inputs: the page's HTML names them (from the
-// server's FIELDS), so this script, and so its hash in the policy, is the same for any fields.
-const FIELD_NAMES = Array.from(document.querySelectorAll("[data-field]"), (input) => input.dataset.field);
+// An item's fields, in order, from the form's inputs: the page's HTML names them (from the
+// resource's declaration), so this script, and so its hash in the policy, is the same for any.
+// The resource the page is for is named by its HTML too: its path (/users) and item (user).
+let FIELD_NAMES, PATH, ITEM, ITEMS, CAPITAL;
+function readResource() {
+  FIELD_NAMES = Array.from(document.querySelectorAll("[data-field]"), (input) => input.dataset.field);
+  PATH = document.querySelector("main").dataset.path;
+  ITEM = document.querySelector("main").dataset.item;
+  ITEMS = PATH.slice(1);
+  CAPITAL = ITEM.charAt(0).toUpperCase() + ITEM.slice(1);
+}
+readResource();
 
-const NOTES = {
+const notes = () => ({
   POST: "POST asks the collection to create a member: 201 Created, and Location says where it is.",
   GET: "GET reads a resource and changes nothing; its ETag names the version you got.",
-  PUT: "PUT replaces the whole user. If-Match carries the ETag we read: a stale one gets 412.",
+  PUT: "PUT replaces the whole " + ITEM + ". If-Match carries the ETag we read: a stale one gets 412.",
   PATCH: "PATCH changes only the fields sent (a merge patch); If-Match guards it too.",
-  DELETE: "DELETE removes the user: 200 OK, with the user as it was. A GET after it would get 404.",
-  OPEN: "GET reads the user into the form; its ETag is kept, and Replace, Change and Delete send it as If-Match.",
-  GONE: "GET after the DELETE: 404 Not Found, as problem details. The user is gone.",
+  DELETE: "DELETE removes the " + ITEM + ": 200 OK, with the " + ITEM + " as it was. A GET after it would get 404.",
+  OPEN: "GET reads the " + ITEM + " into the form; its ETag is kept, and Replace, Change and Delete send it as If-Match.",
+  GONE: "GET after the DELETE: 404 Not Found, as problem details. The " + ITEM + " is gone.",
   SUMMARY: "That was the life of a resource: POST created it at the address in Location (201), " +
     "GET read it with its ETag (200), PUT replaced it and PATCH changed part of it, each sending " +
-    "the ETag it had read as If-Match (200), DELETE removed it (200, with the user as it was), and a GET after that found " +
+    "the ETag it had read as If-Match (200), DELETE removed it (200, with the " + ITEM + " as it was), and a GET after that found " +
     "nothing (404). The list above was read again at the end.",
-};
+});
 let opened = { id: "", tag: null, format: null };  // the user in the form, as the GET gave it
 
 function accept() { return settings.format === "xml" ? "application/xml" : "application/json"; }
 
 function userBody(fields, patch) {
   if (settings.format === "xml") {
-    const doc = document.implementation.createDocument(null, "user", null);
+    const doc = document.implementation.createDocument(null, ITEM, null);
     for (const [name, value] of Object.entries(fields)) {
       const element = doc.createElement(name);
       element.textContent = value;
@@ -2601,7 +3485,14 @@ function userBody(fields, patch) {
     }
     return { text: new XMLSerializer().serializeToString(doc), type: "application/xml" };
   }
-  return { text: JSON.stringify(fields), type: patch ? "application/merge-patch+json" : "application/json" };
+  const typed = Object.fromEntries(Object.entries(fields).map(([name, value]) => [name, typedValue(name, value)]));
+  return { text: JSON.stringify(typed), type: patch ? "application/merge-patch+json" : "application/json" };
+}
+
+function typedValue(name, text) {  // JSON has types: the input's data-type says which (the page's HTML)
+  const type = byId("user-" + name).dataset.type || "string";
+  if (type === "string" || text === "") return text;
+  try { return JSON.parse(text); } catch (error) { return text; }  // the server says what is wrong
 }
 
 function readUsers(text, contentType) {
@@ -2611,7 +3502,7 @@ function readUsers(text, contentType) {
   }
   const doc = new DOMParser().parseFromString(text, "application/xml");
   const field = (user, name) => (user.getElementsByTagName(name)[0] || {}).textContent;
-  return Array.from(doc.getElementsByTagName("user"), (user) => Object.fromEntries(
+  return Array.from(doc.getElementsByTagName(ITEM), (user) => Object.fromEntries(
     ["id", ...FIELD_NAMES].map((name) => [name, field(user, name)])));
 }
 
@@ -2689,16 +3580,16 @@ async function listUsers(path, quiet, tourStep) {
   for (const [name, id] of [["sort", "sort"], ...filters, ["q", "search"], ["limit", "limit"]]) {
     if (byId(id).value) query.set(name, byId(id).value);
   }
-  const { response, text } = await exchange("GET", path || "/users?" + query, { note: "GET /users lists a page of users.", quiet, tourStep });
+  const { response, text } = await exchange("GET", path || PATH + "?" + query, { note: "GET " + PATH + " lists a page of " + ITEMS + ".", quiet, tourStep });
   const rows = byId("rows");
   rows.replaceChildren();
   byId("pages").replaceChildren();
   if (!response.ok) return;
   const total = response.headers.get("X-Total-Count");
-  byId("total").textContent = total + (total === "1" ? " user matches" : " users match") + " (X-Total-Count).";
+  byId("total").textContent = total + (total === "1" ? " " + ITEM + " matches" : " " + ITEMS + " match") + " (X-Total-Count).";
   for (const user of readUsers(text, response.headers.get("Content-Type"))) {
     const row = element("tr");
-    row.append(element("td", String(user.id)), ...FIELD_NAMES.map((name) => element("td", user[name])));
+    row.append(element("td", String(user.id)), ...FIELD_NAMES.map((name) => element("td", shown(user[name]))));
     const actions = element("td");
     const edit = element("button", "Edit");
     edit.type = "button";
@@ -2717,6 +3608,10 @@ async function listUsers(path, quiet, tourStep) {
   }
 }
 
+function shown(value) {  // a value as a cell shows it: text as it is, JSON's others as JSON writes them
+  return typeof value === "string" || value == null ? value : JSON.stringify(value);
+}
+
 function formFields(onlyFilled) {  // an empty optional field is left out: none in POST and PUT, unchanged in PATCH
   const fields = {};
   for (const name of FIELD_NAMES) {
@@ -2731,25 +3626,25 @@ function sayAtId(text) {
 }
 
 async function openUser(id) {
-  const { response, text } = await exchange("GET", "/users/" + id, { note: NOTES.OPEN });
+  const { response, text } = await exchange("GET", PATH + "/" + id, { note: notes().OPEN });
   if (!response.ok) return;
   const [user] = readUsers(text, response.headers.get("Content-Type"));
   opened = { id: String(user.id), tag: response.headers.get("ETag"), format: settings.format };
   byId("user-id").value = user.id;
-  for (const name of FIELD_NAMES) byId("user-" + name).value = user[name] ?? "";  // none: null, or no element
-  sayAtId("User " + user.id + " is open at ETag " + opened.tag + ".");
+  for (const name of FIELD_NAMES) byId("user-" + name).value = shown(user[name]) ?? "";  // none: null, or no element
+  sayAtId(CAPITAL + " " + user.id + " is open at ETag " + opened.tag + ".");
   byId("user-" + FIELD_NAMES[0]).focus();
 }
 
 function explainStale(item) {  // a 412: what happened, and a way on
   const box = item.querySelector(".problem") || item.appendChild(element("div", undefined, "problem"));
   box.append(element("p", opened.format === settings.format
-    ? "Nothing was written: someone changed this user after you opened it, so " + opened.tag +
+    ? "Nothing was written: someone changed this " + ITEM + " after you opened it, so " + opened.tag +
       " is no longer its ETag. Reload it to see their change, then make yours again."
-    : "Nothing was written: the user was opened in " + opened.format.toUpperCase() + ", and a " +
+    : "Nothing was written: the " + ITEM + " was opened in " + opened.format.toUpperCase() + ", and a " +
       settings.format.toUpperCase() + " request needs the " + settings.format.toUpperCase() +
       " ETag. Reload it to get that one, then save again."));
-  const reload = element("button", "Reload user " + opened.id + " (GET)");
+  const reload = element("button", "Reload " + ITEM + " " + opened.id + " (GET)");
   reload.type = "button";
   reload.id = "reload-user";
   reload.addEventListener("click", () => openUser(opened.id));
@@ -2758,41 +3653,41 @@ function explainStale(item) {  // a 412: what happened, and a way on
 
 async function write(method) {
   if (method === "POST") {
-    const created = await exchange("POST", "/users", { body: userBody(formFields(false)), note: NOTES.POST });
+    const created = await exchange("POST", PATH, { body: userBody(formFields(false)), note: notes().POST });
     if (created.response.ok) await listUsers(undefined, true);
     return;  // an error stays in view: no list is read after it
   }
   const id = byId("user-id").value.trim();
   if (!id || id !== opened.id) {  // a write sends the ETag its user was opened with
-    sayAtId(id ? "Open user " + id + " first: its ETag goes into If-Match."
-               : "Enter the id of a user, or press Edit in the list, to open it first.");
+    sayAtId(id ? "Open " + ITEM + " " + id + " first: its ETag goes into If-Match."
+               : "Enter the id of " + (/^[aeio]/.test(ITEM) ? "an " : "a ") + ITEM + ", or press Edit in the list, to open it first.");
     byId("user-id").focus();
     return;
   }
   const body = method === "DELETE" ? undefined : userBody(formFields(method === "PATCH"), method === "PATCH");
-  const { response, item } = await exchange(method, "/users/" + id, { body, ifMatch: opened.tag, note: NOTES[method] });
+  const { response, item } = await exchange(method, PATH + "/" + id, { body, ifMatch: opened.tag, note: notes()[method] });
   if (response.status === 412) explainStale(item);
   if (!response.ok) return;
   opened.tag = response.headers.get("ETag");  // the new version's: the next write sends it
-  sayAtId(method === "DELETE" ? "User " + id + " is deleted." : "User " + id + " is open at ETag " + opened.tag + ".");
+  sayAtId(method === "DELETE" ? CAPITAL + " " + id + " is deleted." : CAPITAL + " " + id + " is open at ETag " + opened.tag + ".");
   await listUsers(undefined, true);
 }
 
 async function tour() {
   const email = "tour-" + Date.now() + "@example.com";
   byId("exchanges").append(element("li", "The tour: one user, every verb.", "note"));
-  const created = await exchange("POST", "/users", { body: userBody({ name: "Tour Guide", email }), note: NOTES.POST, tourStep: "POST" });
+  const created = await exchange("POST", "/users", { body: userBody({ name: "Tour Guide", email }), note: notes().POST, tourStep: "POST" });
   const path = created.response.headers.get("Location");
   if (!created.response.ok || !path) return;
-  const read = await exchange("GET", path, { note: NOTES.GET, tourStep: "GET" });
+  const read = await exchange("GET", path, { note: notes().GET, tourStep: "GET" });
   const replaced = await exchange("PUT", path, { body: userBody({ name: "Tour Guide", email: "renamed-" + email }),
-    ifMatch: read.response.headers.get("ETag"), note: NOTES.PUT, tourStep: "PUT" });
+    ifMatch: read.response.headers.get("ETag"), note: notes().PUT, tourStep: "PUT" });
   const patched = await exchange("PATCH", path, { body: userBody({ name: "Tour Guide, patched" }, true),
-    ifMatch: replaced.response.headers.get("ETag"), note: NOTES.PATCH, tourStep: "PATCH" });
-  await exchange("DELETE", path, { ifMatch: patched.response.headers.get("ETag"), note: NOTES.DELETE, tourStep: "DELETE" });
-  await exchange("GET", path, { note: NOTES.GONE, tourStep: "GET after DELETE" });
+    ifMatch: replaced.response.headers.get("ETag"), note: notes().PATCH, tourStep: "PATCH" });
+  await exchange("DELETE", path, { ifMatch: patched.response.headers.get("ETag"), note: notes().DELETE, tourStep: "DELETE" });
+  await exchange("GET", path, { note: notes().GONE, tourStep: "GET after DELETE" });
   await listUsers(undefined, true, "list");
-  const summary = element("p", NOTES.SUMMARY, "note");
+  const summary = element("p", notes().SUMMARY, "note");
   summary.id = "tour-summary";
   const item = element("li", undefined, "summary");
   item.append(summary);
@@ -2805,16 +3700,41 @@ byId("api-key").addEventListener("input", (event) => { settings.apiKey = event.t
 for (const radio of document.querySelectorAll("input[name=format]")) {
   radio.addEventListener("change", (event) => { settings.format = event.target.value; });
 }
-byId("list-form").addEventListener("submit", (event) => { event.preventDefault(); listUsers(); });
-for (const method of ["POST", "PUT", "PATCH", "DELETE"]) {
-  byId("send-" + method).addEventListener("click", () => write(method));
+function bind() {  // the list's and the form's controls: again when another resource's take their place
+  byId("list-form").addEventListener("submit", (event) => { event.preventDefault(); listUsers(); });
+  for (const method of ["POST", "PUT", "PATCH", "DELETE"]) {
+    byId("send-" + method).addEventListener("click", () => write(method));
+  }
+  byId("open-user").addEventListener("click", () => {
+    const id = byId("user-id").value.trim();
+    if (id) openUser(id); else { sayAtId("Enter the id of the " + ITEM + " to open."); byId("user-id").focus(); }
+  });
 }
-byId("open-user").addEventListener("click", () => {
-  const id = byId("user-id").value.trim();
-  if (id) openUser(id); else { sayAtId("Enter the id of the user to open."); byId("user-id").focus(); }
-});
-byId("tour-button").addEventListener("click", tour);
-if (location.hash === "#tour") tour(); else listUsers(undefined, true);
+
+async function explore(name) {  // another resource: its list and form, from its own page
+  const response = await fetch("/?resource=" + encodeURIComponent(name), { headers: { Accept: "text/html" } });
+  const page = new DOMParser().parseFromString(await response.text(), "text/html");
+  for (const id of ["list-title", "edit-title"]) {
+    const part = "section[aria-labelledby=" + id + "]";
+    document.querySelector(part).replaceWith(document.adoptNode(page.querySelector(part)));
+  }
+  Object.assign(document.querySelector("main").dataset, page.querySelector("main").dataset);
+  for (const part of ["title", "h1", "#store"]) {
+    document.querySelector(part).textContent = page.querySelector(part).textContent;
+  }
+  history.replaceState(null, "", "/?resource=" + encodeURIComponent(name));
+  readResource();
+  opened = { id: "", tag: null, format: null };
+  bind();
+  await listUsers(undefined, true);
+}
+
+bind();
+for (const choice of document.querySelectorAll("[data-resource]")) {
+  choice.addEventListener("click", () => explore(choice.dataset.resource));
+}
+if (byId("tour-button")) byId("tour-button").addEventListener("click", tour);  // the tour is of users
+if (location.hash === "#tour" && byId("tour-button")) tour(); else listUsers(undefined, true);
 """
 
 EXPLORER_PAGE = """<!doctype html>
@@ -2822,19 +3742,19 @@ EXPLORER_PAGE = """<!doctype html>
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>Users API explorer</title>
+<title>{Items} API explorer</title>
 <link rel="icon" href="data:,">
 <style>{style}</style>
 </head>
 <body>
 <header>
-<h1>Users API explorer</h1>
+<h1>{Items} API explorer</h1>{resource_links}
 <p>Every button sends a real HTTP request to this service, and the whole exchange appears under
 <a href="#exchanges">Exchanges</a>: the request line, headers and body, then the status line,
 headers and body of the answer. The API is described in <a href="/openapi.json">/openapi.json</a>.</p>
-<p id="store">Users are kept in {kept_in}.</p>
+<p id="store">{Items} are kept in {kept_in}.</p>
 </header>
-<main>
+<main data-path="{path}" data-item="{item}">
 <section aria-labelledby="settings-title">
 <h2 id="settings-title">Settings</h2>
 <label for="api-key">API key (sent as Authorization: Bearer; kept only in this page's memory)</label>
@@ -2843,17 +3763,17 @@ headers and body of the answer. The API is described in <a href="/openapi.json">
 <label><input type="radio" name="format" value="json" checked> JSON</label>
 <label><input type="radio" name="format" value="xml"> XML</label>
 </fieldset>
-<div class="buttons"><button id="tour-button" type="button">Take the guided tour (POST, GET, PUT, PATCH, DELETE)</button></div>
+{tour_button}
 </section>
 <section aria-labelledby="list-title">
-<h2 id="list-title">Users</h2>
+<h2 id="list-title">{Items}</h2>
 <form id="list-form" class="grid">
 <div><label for="sort">Sort by</label><select id="sort">
 {sort_options}</select></div>
 {filters}
 <div><label for="search">Search (q)</label><input id="search" type="search" placeholder="{search_hint}"></div>
-<div><label for="limit">Users per page</label><input id="limit" type="number" min="1" max="1000" value="10"></div>
-<div class="buttons"><button type="submit">List users</button></div>
+<div><label for="limit">{Items} per page</label><input id="limit" type="number" min="1" max="{max_limit}" value="10"></div>
+<div class="buttons"><button type="submit">List {items}</button></div>
 </form>
 <p id="total" aria-live="polite"></p>
 <table><thead><tr><th scope="col">id</th>{columns}<th scope="col">action</th></tr></thead>
@@ -2861,7 +3781,7 @@ headers and body of the answer. The API is described in <a href="/openapi.json">
 <nav id="pages" class="buttons" aria-label="Pages (from the Link header)"></nav>
 </section>
 <section aria-labelledby="edit-title">
-<h2 id="edit-title">Create, change or delete a user</h2>
+<h2 id="edit-title">Create, change or delete {an_item}</h2>
 <div class="grid">
 <div><label for="user-id">id (for PUT, PATCH, DELETE)</label><input id="user-id" inputmode="numeric" aria-describedby="user-id-note">
 <p id="user-id-note" class="hint" aria-live="polite"></p></div>
@@ -2904,22 +3824,40 @@ def filter_input(field):
 
 
 def user_input(field):
-    """The form's labelled input for a field; the script finds the fields by data-field."""
+    """The form's labelled input for a field; the script finds the fields by data-field, and
+    sends a value typed as data-type says (text when it says nothing)."""
     optional, required = ("", " required") if field.required else (" (optional)", "")
+    typed = "" if field.type == "string" else ' data-type="%s"' % field.type
     return ('<div><label for="user-{0}">{0}{1}</label>'
-            '<input id="user-{0}" data-field="{0}"{2}></div>'.format(field.name, optional, required))
+            '<input id="user-{0}" data-field="{0}"{3}{2}></div>'.format(
+                html.escape(field.name), optional, required, typed))
 
 
-def explorer_template():
-    """The page with the parts that name the fields built from FIELDS (a field's name is an
-    identifier, so it needs no escaping), and the style and script; only {kept_in} is left."""
-    searched = " or ".join(SEARCHED)
+TOUR_BUTTON = ('<div class="buttons"><button id="tour-button" type="button">Take the guided tour '
+               '(POST, GET, PUT, PATCH, DELETE)</button></div>')
+
+
+def explorer_template(resource, resources):
+    """The page for a resource, with the parts that name its fields built from its
+    declaration, and the style and script; only {kept_in} is left. The tour is of users."""
+    searched = " or ".join(resource.searched)
+    listed = [other for other in resources if not other.singular]
+    links = "" if len(listed) < 2 else '\n<nav class="buttons" aria-label="Resources">%s</nav>' % (
+        "".join('<button type="button" data-resource="{0}">{0}</button>'.format(
+            html.escape(other.collection)) for other in listed))
     parts = (
-        ("sort_options", "".join(map(sort_option, SORT_KEYS))),
-        ("filters", "\n".join(map(filter_input, FIELDS))),
+        ("sort_options", "".join(map(sort_option, resource.sort_keys))),
+        ("filters", "\n".join(map(filter_input, resource.fields))),
         ("search_hint", "text in a " + searched),
-        ("columns", "".join('<th scope="col">%s</th>' % name for name in FIELD_NAMES)),
-        ("user_inputs", "\n".join(map(user_input, FIELDS))),
+        ("columns", "".join('<th scope="col">%s</th>' % html.escape(name)
+                            for name in resource.field_names)),
+        ("user_inputs", "\n".join(map(user_input, resource.fields))),
+        ("resource_links", links), ("tour_button", TOUR_BUTTON if {"name", "email"} <= set(
+            resource.field_names) else ""),
+        ("Items", html.escape(resource.collection.capitalize())),
+        ("items", html.escape(resource.collection)), ("path", html.escape(resource.path)),
+        ("an_item", html.escape(a_or_an(resource.item))), ("item", html.escape(resource.item)),
+        ("max_limit", str(MAX_LIMIT)),
         ("style", EXPLORER_STYLE), ("script", EXPLORER_SCRIPT),  # last: their braces stay
     )
     page = EXPLORER_PAGE
@@ -2928,13 +3866,16 @@ def explorer_template():
     return page
 
 
-EXPLORER_TEMPLATE = explorer_template()
+EXPLORER_PAGES = {}  # the page of each resource, as served with the others: made once
 
 
-def explorer_page(kept_in):
-    """The page, saying where this server keeps its users (only text: no script or style
+def explorer_page(resource, resources, kept_in):
+    """The page, saying where this server keeps its items (only text: no script or style
     changes, so the policy's hashes hold)."""
-    return EXPLORER_TEMPLATE.replace("{kept_in}", html.escape(kept_in)).encode("utf-8")
+    key = (resource, tuple(resources))
+    if key not in EXPLORER_PAGES:
+        EXPLORER_PAGES[key] = explorer_template(resource, resources)
+    return EXPLORER_PAGES[key].replace("{kept_in}", html.escape(kept_in)).encode("utf-8")
 
 
 EXPLORER_CSP = ("default-src 'none'; script-src %s; style-src %s; connect-src 'self'; "
@@ -2947,10 +3888,11 @@ EXPLORER_HEADERS = [("Content-Security-Policy", EXPLORER_CSP), ("X-Content-Type-
 # Appendix E: the API description, an OpenAPI 3.1 document built from plain dicts
 #
 # The document is built from what the handler serves: its routes, each verb in a route's
-# Allow, the user's FIELDS and the list's parameters. Only what the code cannot say is
-# written here: in OPERATIONS, keyed by the handler method that answers, each operation's
-# name, summary, tag, body and the answers it can give. A route, a verb or a field added or
-# removed in the core shows in the document with no edit here.
+# Allow, each resource's fields and the list's parameters. Only what the code cannot say is
+# written here: in RESOURCE_OPERATIONS (in a resource's Words) and OPERATIONS, keyed by the
+# handler method that answers, each operation's name, summary, tag, body and the answers it
+# can give. A route, a verb, a field or a resource added in the core shows in the document
+# with no edit here.
 # ---------------------------------------------------------------------------------------
 
 OPENAPI_ROUTE = route("/openapi.json", r"/openapi\.json", {"GET": "get_openapi"})
@@ -2959,36 +3901,51 @@ OPENAPI_ROUTE = route("/openapi.json", r"/openapi\.json", {"GET": "get_openapi"}
 class OpenApiHandler(UsersHandler):
     """UsersHandler with GET /openapi.json, the OpenAPI description of the service."""
 
-    @classmethod
-    def route_table(cls):
-        """GET /openapi.json, besides the other routes."""
-        return super().route_table() + [OPENAPI_ROUTE]
+    added_routes = [OPENAPI_ROUTE]
 
     def get_openapi(self):
         """GET /openapi.json: the document of the routes this handler serves, which says
         whether the API key is needed."""
-        document = openapi_document(self.server.routes, auth=self.server.api_key is not None)
-        self.respond(HTTPStatus.OK, json_bytes(document), "application/json")
+        document = openapi_document(self.server.routes, auth=self.server.api_key is not None,
+                                    keyed_paths=self.server.keyed_paths)
+        self.respond(HTTPStatus.OK, json_bytes(document), JSON_TYPE)
 
 
-TAGS = [{"name": "users", "description": "The users: list, create, read, change"},
-        {"name": "service", "description": "The index, the explorer and this document"},
+TAGS = [{"name": "service", "description": "The index, the explorer and this document"},
         {"name": "testing", "description": "Test controls for end-to-end suites"}]
 
 
-def openapi_document(routes, auth):
-    """The OpenAPI 3.1 description of these routes; `auth` when the service has an API key."""
-    paths = {found.path: path_item(found, auth) for found in routes}
+def resource_tag(resource):
+    """A resource's tag: its collection's name, first among the tags."""
+    what = "read, change" if resource.singular else "list, create, read, change"
+    return {"name": resource.collection,
+            "description": "The %s: %s" % (resource.collection, what)}
+
+
+def openapi_document(routes, auth, keyed_paths=None):
+    """The OpenAPI 3.1 description of these routes; `auth` when the service has an API key,
+    which the paths under keyed_paths need (the handler's: its resources' by default)."""
+    resources = list(dict.fromkeys(found.resource for found in routes if found.resource))
+    if keyed_paths is None:
+        keyed_paths = OpenApiHandler.keyed_paths(resources)
+    paths = {found.path: path_item(found, auth and any(
+        is_under(found.path.partition("{")[0].rstrip("/") or "/", keyed)
+        for keyed in keyed_paths), resources) for found in routes}
     tags = {operation["tags"][0] for operation in operations_in(paths)}
+    served = in_words([resource.collection for resource in resources])
     return {
         "openapi": "3.1.0",
-        "info": {"title": "Users API", "version": "1.0",
-                 "description": "A users resource in JSON and XML, from rest_users.py.",
+        "info": {"title": "%s API" % (served[:1].upper() + served[1:]) if len(resources) == 1
+                 else "REST API", "version": "1.0",
+                 "description": "%s resource%s in JSON and XML, from rest_users.py." % (
+                     "A" + a_or_an(resources[0].item)[1:] if len(resources) == 1
+                     else "The " + served, "s" if len(resources) > 1 else ""),
                  "license": {"name": "MIT", "identifier": "MIT"}},
         "servers": [{"url": "/"}],  # wherever this document was fetched from
-        "tags": [tag for tag in TAGS if tag["name"] in tags],  # only the tags operations have
+        "tags": [tag for tag in list(map(resource_tag, resources)) + TAGS
+                 if tag["name"] in tags],  # only the tags operations have
         "paths": paths,
-        "components": openapi_components(paths),
+        "components": openapi_components(paths, resources),
     }
 
 
@@ -2998,35 +3955,50 @@ def operations_in(paths):
             for method, operation in item.items() if method != "parameters"]
 
 
-def path_item(found, auth):
+def path_item(found, auth, resources):
     """A route's path item: an operation for each verb in its Allow, as route() lists them
     (HEAD where there is GET, OPTIONS everywhere), and its path parameters."""
-    names = re.findall("{([^}]+)}", found.path)  # find_route reads each as a user id
+    names = re.findall("{([^}]+)}", found.path)  # find_route reads each as an id
     item = {"parameters": [dict(ID_PARAMETER, name=name) for name in names]} if names else {}
     for verb in found.allow.split(", "):
-        item[verb.lower()] = verb_operation(found, verb, auth)
+        item[verb.lower()] = verb_operation(found, verb, auth, resources)
     return item
 
 
-def verb_operation(found, verb, auth):
+def verb_operation(found, verb, auth, resources):
     """The operation of one verb on a route; HEAD is its GET without the bodies, and
     OPTIONS takes the tag of the route's other operations."""
     if verb == "OPTIONS":
-        tag = next((described_action(name).tag for name in found.actions.values()), "users")
-        return options_operation(options_id(found.path), "What %s takes" % found.path, tag)
-    entry = described_action(found.actions["GET" if verb == "HEAD" else verb])
+        return options_of(found, resources)
+    entry = described_action(found, found.actions["GET" if verb == "HEAD" else verb],
+                             resources)
     if verb == "HEAD":
         return head_operation(action_operation(entry, auth), *entry.head)
     return action_operation(entry, auth)
 
 
-def action_operation(entry, auth):
-    """The operation an entry of OPERATIONS describes: behind the key when its problems
-    include a 401 and the service has a key."""
-    keyed = auth and "401" in entry.problems
+def options_of(found, resources):
+    """OPTIONS on a route: a resource's collection or item, or one named in OPTIONS_IDS, or
+    named after its path's words."""
+    if found.resource is None:
+        tag = next((described_action(found, name, resources).tag
+                    for name in found.actions.values()), "users")
+        return options_operation(OPTIONS_IDS.get(found.path) or "options" + camel_case(
+            re.findall("[A-Za-z0-9]+", found.path)), "What %s takes" % found.path, tag)
+    words, listed = Words(found.resource, found.parent, resources), "POST" in found.actions
+    return options_operation(
+        "options" + (words.Items if listed else words.Item), "What %s takes" % found.path,
+        words.tag, describe_action("optionsList" if listed else "optionsItem", words))
+
+
+def action_operation(entry, keyed):
+    """The operation an entry of OPERATIONS describes, behind the key (and its 401) when
+    its path needs the key, as the handler decides (keyed_paths)."""
     problems = [code for code in entry.problems if keyed or code != "401"]
+    problems += ["401"] if keyed and "401" not in problems else []
     return operation(entry.operation_id, entry.summary, responses(entry.answers, *problems),
-                     auth=keyed, tag=entry.tag, parameters=entry.parameters, body=entry.body)
+                     auth=keyed, tag=entry.tag, parameters=entry.parameters, body=entry.body,
+                     description=entry.description)
 
 
 def camel_case(words):
@@ -3034,9 +4006,12 @@ def camel_case(words):
     return "".join(word.capitalize() for word in words)
 
 
-def described_action(name):
-    """The entry of OPERATIONS for a handler method; for one it lacks (a route a learner
-    added), an entry made from the method's name, under /users as most are."""
+def described_action(found, name, resources=()):
+    """The entry for the method that answers on a route: its resource's action, or one of
+    OPERATIONS; for one neither has (a route a learner added), an entry made from the
+    method's name, under /users as most are."""
+    if found.resource is not None and name in RESOURCE_OPERATIONS:
+        return RESOURCE_OPERATIONS[name](Words(found.resource, found.parent, resources))
     if name in OPERATIONS:
         return OPERATIONS[name]
     words = name.split("_")
@@ -3045,20 +4020,15 @@ def described_action(name):
                      head=("head" + camel_case(words), "Its headers"))
 
 
-def options_id(path):
-    """The operationId of OPTIONS on a path: named in OPTIONS_IDS, or made of its words."""
-    return OPTIONS_IDS.get(path) or "options" + camel_case(re.findall("[A-Za-z0-9]+", path))
-
-
 def json_schema_ref(name):
     """A reference to one of the document's schemas."""
     return {"$ref": "#/components/schemas/" + name}
 
 
-def body_content(schema, xml_schema=None, json_types=("application/json",)):
+def body_content(schema, xml_schema=None, json_types=(JSON_TYPE,)):
     """A content map: the schema in each JSON type, and in both XML types."""
     content = {media_type: {"schema": schema} for media_type in json_types}
-    for media_type in ("application/xml", "text/xml"):
+    for media_type in (XML_TYPE, TEXT_XML_TYPE):
         content[media_type] = {"schema": xml_schema or schema}
     return content
 
@@ -3079,9 +4049,9 @@ PROBLEMS = {
     "400": "Malformed body or query, or bad framing",
     "401": "Missing or wrong Bearer token",
     "408": "The request stopped arriving for the idle timeout",
-    "404": "No such user",
+    "404": "No such item",
     "406": "The Accept header takes none of JSON, XML",
-    "409": "Another user has this email",
+    "409": "Another item has this unique value, or other items refer to this one",
     "411": "A chunked body: send Content-Length",
     "412": "If-Match does not name the current ETag",
     "413": "The body is larger than --max-body",
@@ -3107,16 +4077,80 @@ def responses(success, *problem_codes):
     return answers
 
 
-def user_success(status, description, *extra_headers):
-    """A response carrying one user and its ETag."""
+def item_success(words, status, description, *extra_headers):
+    """A response carrying one item and its ETag."""
     return {status: {"description": description,
                      "headers": header_refs("ETag", "Vary", *extra_headers),
-                     "content": body_content(json_schema_ref("User"))}}
+                     "content": body_content(json_schema_ref(words.Schema))}}
 
 
-def fields_in_words():
-    """The user's fields as a sentence names them, the optional ones marked so."""
-    return in_words([field.name + ("" if field.required else " (optional)") for field in FIELDS])
+def fields_in_words(resource):
+    """A resource's fields as a sentence names them, the optional ones marked so."""
+    return in_words([field.name + ("" if field.required else " (optional)")
+                     for field in resource.fields]) or "fields (it has none)"
+
+
+class Words:
+    """The words a resource's operations are written in: users gives listUsers, getUser and
+    the schema User; under a parent, /users/{id}/todos gives listUserTodos."""
+
+    def __init__(self, resource, parent=None, resources=()):
+        self.referred = bool(referrers(resource, resources))  # a delete may be a 409
+        self.nested = ("404",) if parent else ()  # the parent may not be there
+        prefix = camel_case(re.findall("[A-Za-z0-9]+", parent[0].item)) if parent else ""
+        self.resource, self.path, self.tag = resource, resource.path, resource.collection
+        self.items, self.item, self.fields = resource.collection, resource.item, (
+            fields_in_words(resource))
+        self.Items = prefix + camel_case(re.findall("[A-Za-z0-9]+", resource.collection))
+        self.Schema = camel_case(re.findall("[A-Za-z0-9]+", resource.item))
+        self.Item = prefix + self.Schema
+        if parent is not None:
+            self.path = "%s/{id}%s" % (parent[0].path, resource.path)
+        self.first = (resource.sorted_by[1:] or ("id",))[0]  # the list's examples sort by it
+        self.any_of = " or ".join(resource.field_names)
+
+
+RESOURCE_DESCRIPTIONS = {  # what a viewer shows under a resource's operations' summaries
+    "list": "A page of %(items)s, in id order unless sort says otherwise (`sort=%(first)s,-id`: "
+            "by %(first)s, then by id descending), with X-Total-Count (how many match, on all "
+            "pages) and a Link header to the first, last, previous and next pages. A "
+            "repeated %(any_of)s means any of them.\n\n"
+            "The list also reads the query dialects of front-end libraries, each into "
+            "the same query, so they give the same %(items)s in the same order:\n\n"
+            "- json-server 0.17 (react-admin's ra-data-json-server, refine's simple-rest): "
+            "`%(path)s?_start=0&_end=10&_sort=%(first)s&_order=desc%(like)s&id_gte=2`\n"
+            "- json-server 1.0, answered as its page object (first, prev, next, last, "
+            "pages, items, data): `%(path)s?_page=1&_per_page=10&_sort=-%(first)s&id:in=1,2,3`\n"
+            "- react-admin's ra-data-simple-rest, answered with a Content-Range "
+            "(`%(items)s 0-9/25`): `%(path)s?sort=[\"%(first)s\",\"ASC\"]&range=[0,9]&"
+            "filter={\"q\":\"ada\"}`\n\n"
+            "A request uses one way of paging and one of sorting.",
+    "headList": "The headers GET %(path)s would send (X-Total-Count, Link), without the body.",
+    "create": "Creates %(an_item)s from its %(fields)s; the server assigns the id. The answer "
+              "is 201 with the %(item)s, its ETag, and its address in Location.",
+    "optionsList": "The methods %(path)s takes, in Allow; also the answer to a CORS preflight.",
+    "retrieve": "One %(item)s and its ETag. With If-None-Match naming that ETag the answer is "
+                "304 without a body: your copy is current.",
+    "headItem": "The headers GET %(path)s/{id} would send (its ETag), without the body.",
+    "update": "Replaces the whole %(item)s, its %(fields)s; it never creates. Send the ETag you "
+              "read as If-Match: if the %(item)s changed since, the answer is 412 and nothing "
+              "is written.",
+    "partial_update": "Changes only the fields sent: a JSON merge patch (RFC 7396) or partial "
+                      "XML. If-Match guards it as it guards PUT.",
+    "destroy": "Deletes the %(item)s: 200 with the %(item)s as it was (no ETag: that version is "
+               "gone), or 204 with Prefer: return=minimal; a GET after it is 404. If-Match "
+               "guards it as it guards PUT.",
+    "optionsItem": "The methods %(path)s/{id} takes, in Allow, whether or not the %(item)s "
+                   "exists; also the answer to a CORS preflight.",
+}
+
+
+def describe_action(name, words):
+    """The description of a resource's action, in its words."""
+    first = words.resource.fields_by_name.get(words.first)
+    like = "&%s_like=ada" % words.first if first is not None and first.type == "string" else ""
+    return RESOURCE_DESCRIPTIONS[name] % dict(vars(words), an_item=a_or_an(words.item),
+                                              like=like)
 
 
 DESCRIPTIONS = {  # what a viewer shows under each operation's summary
@@ -3127,56 +4161,27 @@ DESCRIPTIONS = {  # what a viewer shows under each operation's summary
     "getOpenApi": "This OpenAPI 3.1 document, open without the key.",
     "headOpenApi": "The headers GET /openapi.json would send, without the body.",
     "optionsOpenApi": "The methods /openapi.json takes, in Allow.",
-    "listUsers": "A page of users, in id order unless sort says otherwise (`sort=name,-id`: "
-                 "by name, then by id descending), with X-Total-Count (how many match, on all "
-                 "pages) and a Link header to the first, last, previous and next pages. A "
-                 "repeated " + " or ".join(FIELD_NAMES) + " means any of them.\n\n"
-                 "The list also reads the query dialects of front-end libraries, each into "
-                 "the same query, so they give the same users in the same order:\n\n"
-                 "- json-server 0.17 (react-admin's ra-data-json-server, refine's simple-rest): "
-                 "`/users?_start=0&_end=10&_sort=name&_order=desc&name_like=ada&id_gte=2`\n"
-                 "- json-server 1.0, answered as its page object (first, prev, next, last, "
-                 "pages, items, data): `/users?_page=1&_per_page=10&_sort=-name&id:in=1,2,3`\n"
-                 "- react-admin's ra-data-simple-rest, answered with a Content-Range "
-                 "(`users 0-9/25`): `/users?sort=[\"name\",\"ASC\"]&range=[0,9]&"
-                 "filter={\"q\":\"ada\"}`\n\n"
-                 "A request uses one way of paging and one of sorting.",
-    "headUsers": "The headers GET /users would send (X-Total-Count, Link), without the body.",
-    "createUser": "Creates a user from its " + fields_in_words() + "; the server assigns the "
-                  "id. The answer is 201 with the user, its ETag, and its address in Location.",
-    "optionsUsers": "The methods /users takes, in Allow; also the answer to a CORS preflight.",
-    "getUser": "One user and its ETag. With If-None-Match naming that ETag the answer is 304 "
-               "without a body: your copy is current.",
-    "headUser": "The headers GET /users/{id} would send (its ETag), without the body.",
-    "replaceUser": "Replaces the whole user, its " + fields_in_words() + "; it never creates. "
-                   "Send the ETag you read as If-Match: if the user changed since, the answer "
-                   "is 412 and nothing is written.",
-    "patchUser": "Changes only the fields sent: a JSON merge patch (RFC 7396) or partial XML. "
-                 "If-Match guards it as it guards PUT.",
-    "deleteUser": "Deletes the user: 200 with the user as it was (no ETag: that version is "
-                  "gone), or 204 with Prefer: return=minimal; a GET after it is 404. If-Match "
-                  "guards it as it guards PUT.",
     "resetUsers": "Puts the users back to those the server started with (--fake-users, "
                   "--load), new ids continuing after them, and empties the journal: a known "
                   "state for each end-to-end test. A database file is not reset (409).",
     "optionsReset": "The methods /__admin/reset takes, in Allow. No CORS: a page on another "
                     "origin cannot reset the API.",
-    "listRequests": "The last 1,000 requests to /users, oldest first: method, target, "
-                    "headers (credentials and cookies masked), body (its first 64 KiB), "
-                    "status and when it came.",
+    "listRequests": "The last {:,} requests to the resources, oldest first: method, target, "
+                    "headers (credentials and cookies masked), body (its first {} KiB), "
+                    "status and when it came.".format(Journal.LIMIT, Journal.MAX_BODY // 1024),
     "clearRequests": "Empties the journal of requests.",
     "headRequests": "The headers GET /__admin/requests would send, without the body.",
     "optionsRequests": "The methods /__admin/requests takes, in Allow.",
-    "optionsUser": "The methods /users/{id} takes, in Allow, whether or not the user exists; "
-                   "also the answer to a CORS preflight.",
 }
 
 
-def operation(operation_id, summary, answers, *, auth, tag="users", parameters=(), body=None):
+def operation(operation_id, summary, answers, *, auth, tag="users", parameters=(), body=None,
+              description=None):
     """One operation; `auth` marks it as needing the Bearer token, and every other one says
     it is open with an empty security list, as OpenAPI tools expect."""
     built = {"operationId": operation_id, "summary": summary,
-             "description": DESCRIPTIONS.get(operation_id, summary), "tags": [tag],
+             "description": description or DESCRIPTIONS.get(operation_id, summary),
+             "tags": [tag],
              "security": [{"bearerAuth": []}] if auth else [], "responses": answers}
     if parameters:
         built["parameters"] = list(parameters)
@@ -3185,120 +4190,136 @@ def operation(operation_id, summary, answers, *, auth, tag="users", parameters=(
     return built
 
 
-def head_operation(get, operation_id, summary):
+def head_operation(get, operation_id, summary, description=None):
     """HEAD: GET's answers without their bodies (RFC 9110 §9.3.2), so that a generated
     client reads none."""
     answers = {code: {key: value for key, value in response.items() if key != "content"}
                for code, response in get["responses"].items()}
-    return dict(get, operationId=operation_id, summary=summary,
-                description=DESCRIPTIONS.get(operation_id, summary), responses=answers)
+    return dict(get, operationId=operation_id, summary=summary, responses=answers,
+                description=description or DESCRIPTIONS.get(operation_id, summary))
 
 
-def options_operation(operation_id, summary, tag="users"):
+def options_operation(operation_id, summary, tag="users", description=None):
     """OPTIONS: 204 with Allow, never behind the key."""
-    return operation(operation_id, summary, dict(
+    return operation(operation_id, summary, description=description, answers=dict(
         {"204": {"description": "The methods this path takes", "headers": header_refs("Allow")},
          "default": problem_response("No such path")},
         **{code: problem_response(PROBLEMS[code]) for code in EDGE}), auth=False, tag=tag)
 
 
 TEXT = {"type": "string"}
-USER_ID_SCHEMA = {"type": "integer", "minimum": 1, "maximum": MAX_USER_ID}
+ID_SCHEMA = {"type": "integer", "minimum": 1, "maximum": MAX_ID}
 ID_PARAMETER = {"name": "id", "in": "path", "required": True, "example": 1,
-                "schema": USER_ID_SCHEMA}
+                "schema": ID_SCHEMA}
 IF_MATCH = {"name": "If-Match", "in": "header", "schema": TEXT,
             "description": "the ETag you read: the write fails with 412 if it is stale"}
 IF_NONE_MATCH = {"name": "If-None-Match", "in": "header", "schema": TEXT}
 PREFER = {"name": "Prefer", "in": "header", "schema": TEXT, "example": "return=minimal",
-          "description": "return=minimal: answer 204 without the deleted user (RFC 7240)"}
+          "description": "return=minimal: answer 204 without the deleted item (RFC 7240)"}
 
 
-def list_parameters():
-    """The query parameters of GET /users, in LIST_PARAMETERS' order; one the list takes
-    that nothing here describes is a plain string."""
-    described = {field.name: filter_parameter(field) for field in FIELDS}
+def list_parameters(resource):
+    """The query parameters of a resource's list, in its list_parameters' order; one the
+    list takes that nothing here describes is a plain string."""
+    described = {field.name: filter_parameter(field) for field in resource.fields}
     described.update(
         limit={"name": "limit", "in": "query", "schema": {
             "type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT}},
         offset={"name": "offset", "in": "query", "schema": {
-            "type": "integer", "minimum": 0, "maximum": MAX_USER_ID, "default": 0}},
-        sort=sort_parameter(),
+            "type": "integer", "minimum": 0, "maximum": MAX_ID, "default": 0}},
+        sort=sort_parameter(resource),
         q={"name": "q", "in": "query", "schema": {"type": "string", "minLength": 1},
-           "description": "text in the %s, ignoring case" % " or the ".join(SEARCHED)})
+           "description": "text in the %s, ignoring case" % " or the ".join(resource.searched)})
     return [described.get(name) or {"name": name, "in": "query", "schema": TEXT}
-            for name in LIST_PARAMETERS]
+            for name in resource.list_parameters]
 
 
-def sort_parameter():
-    """sort: keys from SORT_KEYS, comma-separated; the example sorts by the first field."""
-    key = "(%s)" % "|".join(SORT_KEYS)
+def sort_parameter(resource):
+    """sort: a resource's sort keys, comma-separated; the example sorts by the first field."""
+    key = "(%s)" % "|".join(resource.sort_keys)
     return {"name": "sort", "in": "query", "description": "sort keys, comma-separated "
             "(-: descending)", "schema": {"type": "string", "default": "id",
-                                          "example": ",".join(FIELD_NAMES[:1] + ("-id",)),
+                                          "example": ",".join(resource.sorted_by[1:2] + ("-id",)),
                                           "pattern": "^%s(,%s)*$" % (key, key)}}
 
 
 def filter_parameter(field):
-    """A field's filter: the users whose field equals a value, or any of several."""
+    """A field's filter: the items whose field equals a value, or any of several."""
     equal = "%s, ignoring ASCII case" if field.ignores_case else "exact %s"
+    value = {"type": "string", "minLength": 1} if field.type == "string" else {"type": field.type}
     return {"name": field.name, "in": "query",
             "description": equal % field.name + "; repeated: any of them",
-            "schema": {"type": "array", "items": {"type": "string", "minLength": 1}}}
+            "schema": {"type": "array", "items": value}}
 
 
 Described = namedtuple("Described", "operation_id summary tag answers problems parameters "
-                                    "body head")
+                                    "body head description")
 
 
 def described(operation_id, summary, tag, answers, problems, *, parameters=(), body=None,
-              head=None):
+              head=None, description=None):
     """An entry of OPERATIONS: the problem codes the operation can answer ("401": behind
-    the key when there is one), the body it reads, and for a GET the operationId and
-    summary of its HEAD."""
-    return Described(operation_id, summary, tag, answers, problems, parameters, body, head)
+    the key when there is one), the body it reads, for a GET the operationId, summary and
+    description of its HEAD, and its own description if DESCRIPTIONS has none."""
+    return Described(operation_id, summary, tag, answers, problems, parameters, body, head,
+                     description)
 
 
 DONE = {"204": {"description": "Done", "headers": header_refs("Vary")}}
 BODY_PROBLEMS = ("400", "401", "503", "406", "409", "411", "413", "415", "422", "507")
-OPERATIONS = {  # the handler method that answers a verb -> what the document says of it
-    "list_users": described(
-        "listUsers", "List users, a page at a time", "users", {"200": {
-            "description": "A page of users", "content": body_content(json_schema_ref(
-                "UserList")), "headers": header_refs("X-Total-Count", "Link", "Vary")}},
-        ("400", "401", "503", "406"), parameters=list_parameters(),
-        head=("headUsers", "The list's headers")),
-    "create_user": described(
-        "createUser", "Create a user", "users", user_success("201", "Created", "Location"),
-        BODY_PROBLEMS, body=body_content(json_schema_ref("NewUser"))),
-    "get_user": described(
-        "getUser", "Read a user", "users", dict(user_success("200", "The user"), **{"304": {
-            "description": "Not modified: the If-None-Match tag is current",
-            "headers": header_refs("ETag", "Vary")}}),
+RESOURCE_OPERATIONS = {  # a resource's action -> what the document says of it, in its Words
+    "list": lambda w: described(
+        "list" + w.Items, "List %s, a page at a time" % w.items, w.tag, {"200": {
+            "description": "A page of " + w.items, "content": body_content(json_schema_ref(
+                w.Schema + "List")), "headers": header_refs("X-Total-Count", "Link", "Vary")}},
+        ("400", "401", "503", "406") + w.nested, parameters=list_parameters(w.resource),
+        head=("head" + w.Items, "The list's headers", describe_action("headList", w)),
+        description=describe_action("list", w)),
+    "create": lambda w: described(
+        "create" + w.Item, "Create " + a_or_an(w.item), w.tag,
+        item_success(w, "201", "Created", "Location"), BODY_PROBLEMS + w.nested,
+        body=body_content(json_schema_ref("New" + w.Schema)),
+        description=describe_action("create", w)),
+    "retrieve": lambda w: described(
+        "get" + w.Item, "Read " + a_or_an(w.item), w.tag, dict(
+            item_success(w, "200", "The " + w.item), **{"304": {
+                "description": "Not modified: the If-None-Match tag is current",
+                "headers": header_refs("ETag", "Vary")}}),
         ("401", "503", "404", "406"), parameters=[IF_NONE_MATCH],
-        head=("headUser", "A user's headers")),
-    "replace_user": described(
-        "replaceUser", "Replace a user (no create)", "users", user_success("200", "Replaced"),
-        BODY_PROBLEMS + ("404", "412"), parameters=[IF_MATCH],
-        body=body_content(json_schema_ref("UserReplacement"))),
-    "patch_user": described(
-        "patchUser", "Change some fields", "users", user_success("200", "Changed"),
+        head=("head" + w.Item, "%s's headers" % a_or_an(w.item).capitalize(),
+              describe_action("headItem", w)), description=describe_action("retrieve", w)),
+    "update": lambda w: described(
+        "replace" + w.Item, "Replace %s (no create)" % a_or_an(w.item), w.tag,
+        item_success(w, "200", "Replaced"), BODY_PROBLEMS + ("404", "412"),
+        parameters=[IF_MATCH], body=body_content(json_schema_ref(w.Schema + "Replacement")),
+        description=describe_action("update", w)),
+    "partial_update": lambda w: described(
+        "patch" + w.Item, "Change some fields", w.tag, item_success(w, "200", "Changed"),
         BODY_PROBLEMS + ("404", "412"), parameters=[IF_MATCH], body=body_content(
-            json_schema_ref("UserPatch"), json_types=(MERGE_PATCH, "application/json"))),
-    "delete_user": described(
-        "deleteUser", "Delete a user", "users", {
-            "200": {"description": "Deleted: the user as it was", "headers": header_refs(
-                "Vary"), "content": body_content(json_schema_ref("User"))},
+            json_schema_ref(w.Schema + "Patch"), json_types=(MERGE_PATCH, JSON_TYPE)),
+        description=describe_action("partial_update", w)),
+    "destroy": lambda w: described(
+        "delete" + w.Item, "Delete " + a_or_an(w.item), w.tag, {
+            "200": {"description": "Deleted: the %s as it was" % w.item, "headers": header_refs(
+                "Vary"), "content": body_content(json_schema_ref(w.Schema))},
             "204": {"description": "Deleted, with Prefer: return=minimal",
                     "headers": header_refs("Preference-Applied")}},
-        ("401", "503", "404", "406", "412", "507"), parameters=[IF_MATCH, PREFER]),
-    "reset_users": described(
+        ("401", "503", "404", "406", "412", "507") + (("409",) if w.referred else ()),
+        parameters=[IF_MATCH, PREFER],
+        description=describe_action("destroy", w)),
+}
+RESOURCE_OPERATIONS.update(  # a singular resource's one item: /profile
+    retrieve_one=RESOURCE_OPERATIONS["retrieve"], update_one=RESOURCE_OPERATIONS["update"],
+    partial_update_one=RESOURCE_OPERATIONS["partial_update"])
+OPERATIONS = {  # the handler method that answers a verb -> what the document says of it
+    "reset": described(
         "resetUsers", "Back to the starting users", "testing", dict(DONE, **{
             "409": problem_response("With --db: a database file is not reset over HTTP")}),
         ("401",)),
     "list_requests": described(
-        "listRequests", "The requests sent to /users", "testing", {"200": {
+        "listRequests", "The requests sent to the resources", "testing", {"200": {
             "description": "The journal", "headers": header_refs("Vary"),
-            "content": {"application/json": {"schema": json_schema_ref("Journal")}}}},
+            "content": {JSON_TYPE: {"schema": json_schema_ref("Journal")}}}},
         ("401",), head=("headRequests", "The journal's headers")),
     "clear_requests": described("clearRequests", "Empty the journal", "testing", DONE,
                                 ("401",)),
@@ -3311,18 +4332,17 @@ OPERATIONS = {  # the handler method that answers a verb -> what the document sa
     "get_openapi": described(
         "getOpenApi", "This document", "service", {"200": {
             "description": "The OpenAPI document",
-            "content": {"application/json": {"schema": {"type": "object"}}}}},
+            "content": {JSON_TYPE: {"schema": {"type": "object"}}}}},
         ("406",), head=("headOpenApi", "This document's headers")),
 }
-OPTIONS_IDS = {"/": "optionsIndex", "/openapi.json": "optionsOpenApi", "/users": "optionsUsers",
-               "/users/{id}": "optionsUser", "/__admin/reset": "optionsReset",
-               "/__admin/requests": "optionsRequests"}
+OPTIONS_IDS = {"/": "optionsIndex", "/openapi.json": "optionsOpenApi",
+               "/__admin/reset": "optionsReset", "/__admin/requests": "optionsRequests"}
 
 
-def openapi_components(paths):
+def openapi_components(paths, resources):
     """The schemas and headers the paths refer to, and the security scheme if an operation
     needs the key: without one a viewer would offer to log in for nothing."""
-    components = used_components(paths, {"schemas": openapi_schemas(),
+    components = used_components(paths, {"schemas": openapi_schemas(resources),
                                          "headers": openapi_headers()})
     if any(operation["security"] for operation in operations_in(paths)):
         components["securitySchemes"] = {"bearerAuth": {"type": "http", "scheme": "bearer"}}
@@ -3334,10 +4354,10 @@ def openapi_headers():
     header = {"schema": {"type": "string"}}
     return {
         "ETag": dict(header, description="The version of this representation"),
-        "Location": dict(header, description="Where the new user is"),
+        "Location": dict(header, description="Where the new item is"),
         "Link": dict(header, description="first, last, prev, next pages (RFC 8288)"),
         "X-Total-Count": {"schema": {"type": "integer", "minimum": 0},
-                          "description": "How many users match, over all pages"},
+                          "description": "How many items match, over all pages"},
         "Vary": dict(header, description="Accept: the format follows the Accept header"),
         "Allow": dict(header, description="The methods this path takes"),
         "Retry-After": dict(header, description="Seconds to wait before trying again"),
@@ -3365,53 +4385,72 @@ def used_components(paths, components):
             for kind, declared in components.items()}
 
 
-EXAMPLE_USER = dict([("id", 1)] + [(field.name, field.example) for field in FIELDS])
-PATCH_EXAMPLE = {"name": "Ada King"}  # for Try it out, while users have a name
-# The XML names the core gives a user and a list of them, read off what it renders
-USER_TAG = user_element(new_user(1, {})).tag
-USERS_TAG = ElementTree.fromstring(render_users([], XML)).tag
+PATCH_EXAMPLES = {"users": {"name": "Ada King"}}  # for Try it out; else a first field's example
+TYPE_EXAMPLES = {"string": "text", "integer": 1, "number": 1.5, "boolean": False, "json": {}}
 
 
-def field_schema(field):
+def example_of(field):
+    """A field's example: as declared, else its default, else one of its type."""
+    if field.example is not None:
+        return field.example
+    return field.default if field.default is not None else TYPE_EXAMPLES[field.type]
+
+
+def described_field(field):
     """A field's JSON Schema, with its example; an optional field's none is null in JSON
     (a type list, JSON Schema 2020-12 as OpenAPI 3.1 reads it) and no element in XML."""
-    schema = dict(field.schema, examples=[field.example])
-    if not field.required:
+    schema = dict(field.schema, examples=[example_of(field)])
+    if not field.required and field.default is None and "type" in schema:  # json: any
         schema["type"] = [schema["type"], "null"]
     return schema
 
 
-def user_schema(properties, required, example, **more):
-    """A user object with these properties and no other, named in XML as the core does."""
+def item_schema(resource, properties, required, example, **more):
+    """An item with these properties and no other, named in XML as the core names it."""
+    tag = item_element(resource, new_item(resource, 1, {})).tag  # read off what it renders
     schema = dict({"type": "object", "properties": properties, "additionalProperties": False,
-                   "xml": {"name": USER_TAG}, "examples": [example]}, **more)
+                   "xml": {"name": tag}, "examples": [example]}, **more)
     if required:
         schema["required"] = required
     return schema
 
 
-def openapi_schemas():
-    """The JSON Schemas of users (from FIELDS), lists, the index and problem details."""
-    fields = {field.name: field_schema(field) for field in FIELDS}
-    with_id = dict({"id": USER_ID_SCHEMA}, **fields)
-    required = [field.name for field in FIELDS if field.required]
-    new_user = {name: value for name, value in EXAMPLE_USER.items() if name != "id"}
-    patch = {name: value for name, value in PATCH_EXAMPLE.items() if name in fields}
+def resource_schemas(resource):
+    """The JSON Schemas of a resource's item, list, new item, replacement and patch."""
+    name = Words(resource).Schema
+    fields = {field.name: described_field(field) for field in resource.fields}
+    with_id = fields if resource.singular else dict({"id": ID_SCHEMA}, **fields)
+    required = [field.name for field in resource.fields if field.required]
+    new = {field.name: example_of(field) for field in resource.fields}
+    example = new if resource.singular else dict([("id", 1)] + list(new.items()))
+    patch = PATCH_EXAMPLES.get(resource.collection) or dict(list(new.items())[:1])
+    collection = ElementTree.fromstring(render_items(resource, [], XML)).tag
     return {
-        "User": user_schema(with_id, ["id"] + required, EXAMPLE_USER),
-        "UserList": {"type": "array", "items": json_schema_ref("User"),
-                     "xml": {"name": USERS_TAG, "wrapped": True},
-                     "examples": [[EXAMPLE_USER]]},
-        "NewUser": user_schema(fields, required, new_user),
-        "UserReplacement": user_schema(with_id, required, new_user,
-                                       description="id, if given, must be the id in the path"),
-        "UserPatch": user_schema(with_id, [], patch,
-                                 description="the fields to change (RFC 7396)"),
-        "Index": {"type": "object", "properties": {"users": {"type": "string"}},
+        name: item_schema(resource, with_id, ([] if resource.singular else ["id"]) + required,
+                          example),
+        name + "List": {"type": "array", "items": json_schema_ref(name),
+                        "xml": {"name": collection, "wrapped": True}, "examples": [[example]]},
+        "New" + name: item_schema(resource, fields, required, new),
+        name + "Replacement": item_schema(resource, with_id, required, new,
+                                          description="id, if given, must be the id in the path"),
+        name + "Patch": item_schema(resource, with_id, [], {
+            key: value for key, value in patch.items() if key in fields},
+            description="the fields to change (RFC 7396)"),
+    }
+
+
+def openapi_schemas(resources):
+    """The JSON Schemas of each resource (from its fields), the index and problem details."""
+    schemas = {}
+    for resource in resources:
+        schemas.update(resource_schemas(resource))
+    return dict(schemas, **{
+        "Index": {"type": "object", "properties": {resource.collection: {"type": "string"}
+                                                   for resource in resources},
                   "xml": {"name": "index"}},
         "Problem": problem_schema(),
         "Journal": journal_schema(),
-    }
+    })
 
 
 def journal_schema():
@@ -3486,23 +4525,26 @@ class FastHandler(EdgeHandler):
         kept = self.server.formats
         return kept.get(accept) or kept.keep(accept, super().format_for(accept))
 
-    def users_page(self, query_string):
-        """Keeps the core's rendered pages under the store's count of writes: clients ask
-        for the same page again and again, and rendering 100 users costs more than all the
-        rest of the request. A write makes a new count, so no page outlives it. Measured:
-        GET /users at 3.58 times the req/s."""
-        key, kept = (query_string, self.format, self.server.store.changes), self.server.pages
-        return kept.get(key) or kept.keep(key, super().users_page(query_string))
+    def page(self, query_string):
+        """Keeps the core's rendered pages under the resource and the count of writes to
+        every store (a page may embed another resource's items): clients ask for the same
+        page again and again, and rendering 100 users costs more than all the rest of the
+        request. A write makes a new count, so no page outlives it. Measured: GET /users at
+        3.58 times the req/s."""
+        key = (self.path, self.format, self.server.changes())  # the path holds the query
+        kept = self.server.pages
+        return kept.get(key) or kept.keep(key, super().page(query_string))
 
-    def render(self, user):
+    def render(self, item):
         """Keeps the core's rendering of each user a GET reads under the user itself (id,
         fields and version) and the format, so it can never go stale. ElementTree takes 21
         µs a user and the JSON encoder 1.3 µs; a kept one costs a dictionary look-up. The
         answer to a write renders a new version: keeping it cost a POST 4 µs of CPU."""
-        if self.command not in ("GET", "HEAD"):
-            return super().render(user)
-        key, kept = (user, self.format), self.server.renderings
-        return kept.get(key) or kept.keep(key, super().render(user))
+        if self.command not in ("GET", "HEAD") or getattr(self, "related", None) or (
+                self.resource.described):  # a json field's value may be a dict: no key
+            return super().render(item)  # a write's item, or one with related items
+        key, kept = (self.resource.collection, item, self.format), self.server.renderings
+        return kept.get(key) or kept.keep(key, super().render(item))
 
     def write_bytes(self, data):
         """Sends the response with one sendall on the socket itself rather than through
@@ -3520,6 +4562,11 @@ class FastHandler(EdgeHandler):
         return log_date(int(time.time()))
 
 
+def selects_everyone(query):
+    """Whether every item passes the query: it has no Filter and no q."""
+    return not query.filters and query.q is None
+
+
 class FastMemoryStore(ResettableMemoryStore):
     """MemoryStore with the speed-up below."""
 
@@ -3531,10 +4578,10 @@ class FastMemoryStore(ResettableMemoryStore):
         if query.sort[0] not in ("id", "-id") or not selects_everyone(query):
             return super().list(query)
         with self.lock:
-            users = self.users.values()
-            users = reversed(list(users)) if query.sort[0] == "-id" else iter(users)
-            start = min(query.offset, len(self.users))  # islice takes no index past sys.maxsize
-            return len(self.users), list(itertools.islice(users, start, start + query.limit))
+            items = self.items.values()
+            items = reversed(list(items)) if query.sort[0] == "-id" else iter(items)
+            start = min(query.offset, len(self.items))  # islice takes no index past sys.maxsize
+            return len(self.items), list(itertools.islice(items, start, start + query.limit))
 
 
 class FastServer(EdgeServer):
@@ -3545,6 +4592,10 @@ class FastServer(EdgeServer):
     def __init__(self, *args, **options):
         self.formats, self.pages, self.renderings = Memo(64), Memo(64), Memo(4096)
         super().__init__(*args, **options)
+
+    def changes(self):
+        """The writes made to every store so far: a page kept under them cannot go stale."""
+        return sum(store.changes for store in self.stores.values())
 
     def get_request(self):
         """Replaces socketserver's: on Linux, each connection is a KernelTimedSocket."""
@@ -3714,8 +4765,12 @@ DEFAULT_PORT = 8000
 
 
 class PlainHandler(TeachingHandler, ExplorerHandler, OpenApiHandler, FakeApiHandler,
-                   DialectHandler, CorsHandler, EdgeHandler):
-    """The core's handler with Appendices A to E."""
+                   ReferenceHandler, DialectHandler, CorsHandler, EdgeHandler):
+    """The core's handler with Appendices A to E. Each mix-in overrides hooks of its own,
+    so their order changes no answer; what a route carries (CORS or not) the route says.
+    The routes they add are listed here, in one place."""
+
+    added_routes = ADMIN_ROUTES + [OPENAPI_ROUTE, INDEX_ROUTE]
 
 
 class DefaultHandler(FastHandler, PlainHandler):
@@ -3742,27 +4797,59 @@ class DefaultServer(FastServer, PlainServer):
     handler_class = DefaultHandler
 
 
+# Names of the release before resources were declared, kept for code written against it
+def validate_user(pairs, *, path_id=None, partial=False):
+    """validate() for a user: the fields of a user's body as a dict, or the 422."""
+    return validate(USERS, pairs, path_id=path_id, partial=partial)
+
+
+def render_user(user, fmt):
+    """One user as bytes in the format."""
+    return render_item(USERS, user, fmt)
+
+
 def make_server(host=DEFAULT_HOST, port=DEFAULT_PORT, *, db=None, api_key=None, cors=None,
                 max_body=DEFAULT_MAX_BODY, quiet=False, timeout=DEFAULT_IDLE_TIMEOUT,
                 allow_host=(), plain=False, delay=0, fail_rate=0.0, fake_users=0, load=None,
-                users=None):
+                users=None, resources=None):
     """Return a bound DefaultServer, not yet serving: call serve_forever(). plain=True
     leaves out the speed-ups. cors is an origin, a list of them, or "*". delay to users are
-    the fake API's options."""
-    fake_api = FakeApi(delay, fail_rate, fake_users, load, users)  # a bad value: ValueError
+    the fake API's options. resources: the Resources served, [USERS] when None."""
+    fake_api = FakeApi(delay, fail_rate, fake_users, load, users, resources)  # ValueError
     server_class = PlainServer if plain else DefaultServer
     if db:
-        store = SQLiteStore(db)
-    else:
-        store = (PlainMemoryStore if plain else DefaultMemoryStore)(fake_api.starting_users())
+        fake_api.add_stored(stored_declarations(db))
+    stores = []
     try:
-        fake_api.add_users_to(store)  # a --db file that has no user yet
-        return server_class((host, port), store, api_key=api_key, cors=cors, max_body=max_body,
-                            quiet=quiet, timeout=timeout, allow_host=allow_host,
-                            fake_api=fake_api)
+        for resource in fake_api.resources:
+            if db:
+                stores.append(SQLiteStore(db, resource, stores[0] if stores else None))
+                stores[-1].keep_declaration()
+                fake_api.add_items_to(stores[-1])  # a table that never held an item
+            else:
+                stores.append((PlainMemoryStore if plain else DefaultMemoryStore)(
+                    fake_api.starting_items(resource), resource, stores[0] if stores else None))
+        return server_class((host, port), stores, api_key=api_key, cors=cors,
+                            max_body=max_body, quiet=quiet, timeout=timeout,
+                            allow_host=allow_host, fake_api=fake_api)
     except BaseException:
-        store.close()
+        for store in stores:
+            store.close()
         raise
+
+
+def stored_declarations(path):
+    """The resources a database file keeps from --load files: (collection, declaration)."""
+    if not os.path.exists(path):
+        return []
+    db = sqlite3.connect(path, timeout=0.2)
+    try:
+        return [(collection, json.loads(text)) for collection, text in db.execute(
+            "SELECT collection, declaration FROM rest_users_resources ORDER BY rowid")]
+    except sqlite3.OperationalError:  # no such table: a file from an earlier release
+        return []
+    finally:
+        db.close()
 
 
 @contextlib.contextmanager
@@ -3836,6 +4923,7 @@ EXAMPLES = """examples:
   python rest_users.py --cors http://localhost:5173  a front end on Vite's port may call it
   python rest_users.py --fake-users 1000 --delay 100-500 --fail-rate 0.1
                                                      a fake API: slow, failing at times
+  python rest_users.py --load db.json                json-server's db.json: posts, comments...
 """
 
 
@@ -3849,10 +4937,10 @@ def parse_arguments(argv):
     parser.add_argument("--port", type=port_number, default=DEFAULT_PORT,
                         help="port to listen on, 0 for any free one (default: %(default)s)")
     parser.add_argument("--db", metavar="PATH",
-                        help="keep users in this SQLite file, as --db users.db "
+                        help="keep the resources in this SQLite file, as --db users.db "
                              "(default: in memory, lost on exit)")
     parser.add_argument("--api-key", metavar="KEY",
-                        help="require 'Authorization: Bearer KEY' on /users "
+                        help="require 'Authorization: Bearer KEY' on every resource "
                              "(default: the API_KEY environment variable, else no auth)")
     parser.add_argument("--cors", action="append", default=[], metavar="ORIGIN",
                         help="let browser pages from ORIGIN (or * for any) call the API, "
@@ -3871,7 +4959,8 @@ def parse_arguments(argv):
 
 def add_fake_api_arguments(parser):
     """The command line's options for a fake API."""
-    fake = parser.add_argument_group("a fake API, for front ends and test suites (on /users)")
+    fake = parser.add_argument_group("a fake API, for front ends and test suites (on every "
+                                     "resource)")
     fake.add_argument("--delay", type=milliseconds, default=(0, 0), metavar="MS[-MS]",
                       help="answer each request that many milliseconds late, or a random "
                            "time in a range: --delay 300, --delay 100-500")
@@ -3884,23 +4973,28 @@ def add_fake_api_arguments(parser):
                            "users on every run")
     fake.add_argument("--load", metavar="FILE",
                       help="start with the users in a JSON array, as --load users.json "
-                           "([{\"name\": \"Ada\", \"email\": \"ada@example.com\"}], ids optional)")
+                           "([{\"name\": \"Ada\", \"email\": \"ada@example.com\"}], ids optional), "
+                           "or with the resources of json-server's db.json ({\"posts\": [...], "
+                           "\"profile\": {...}})")
 
 
 def startup_note(options, server, environment):
-    """The line for a newcomer, after the banner: the explorer, where the users are, and
-    whether a key is needed and where it came from (never the key itself)."""
+    """The line for a newcomer, after the banner: the explorer, the resources and where they
+    are kept, and whether a key is needed and where it came from (never the key itself)."""
+    paths = in_words([resource.path for resource in server.resources])
     if options.api_key:
-        key = "Requests to /users need Authorization: Bearer and the key given with --api-key."
+        key = "Requests to %s need Authorization: Bearer and the key given with --api-key." % paths
     elif options.api_key is None and environment.get("API_KEY"):
-        key = ("Requests to /users need Authorization: Bearer and the key in the API_KEY "
-               "environment variable (unset it to need none).")
+        key = ("Requests to %s need Authorization: Bearer and the key in the API_KEY "
+               "environment variable (unset it to need none)." % paths)
     else:
         key = "No API key is needed."
-    return ("Open http://%s:%d/ in a browser to explore the API. Users are kept in %s. %s%s "
+    served = "The " + in_words([resource.collection for resource in server.resources])
+    return ("Open http://%s:%d/ in a browser to explore the API. %s are kept in %s. %s%s "
             "Test controls: POST /__admin/reset, GET /__admin/requests." % (
-                options.host, server.server_address[1], server.store.kept_in, key,
-                options_in_force(options)))
+                options.host, server.server_address[1],
+                served if len(server.resources) > 1 else served[4:].capitalize(),
+                server.store.kept_in, key, options_in_force(options)))
 
 
 def options_in_force(options):
