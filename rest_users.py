@@ -2362,7 +2362,7 @@ class ReferenceHandler(UsersHandler):
         """A read's item with the items _embed and _expand add to it, in XML: <todos> of
         <todo>s, a <user>."""
         element = super().element(resource, item)
-        for name, (other, added) in self.related_to(item).items():
+        for name, (other, added) in self.related_to(item).items() if self.related else ():
             if isinstance(added, list):
                 element.append(xml_element(name, {}, [item_element(other, each)
                                                       for each in added]))
