@@ -383,8 +383,9 @@ class UsersHandler(BaseHTTPRequestHandler):
     def check_write(self, item):
         """A write's checks after its fields' (Appendix C checks its references): an answer
         in XML needs a json field's keys to be element names."""
-        bad = [name for name in self.resource.described if self.format is not JSON
-               and not has_xml_names(item[self.resource.position[name]])]
+        bad = self.resource.described and [
+            name for name in self.resource.described if self.format is not JSON
+            and not has_xml_names(item[self.resource.position[name]])]
         if bad:
             raise ApiError(HTTPStatus.UNPROCESSABLE_ENTITY, "The %s is not valid; see the "
                            "errors for %s." % (self.resource.item, ", ".join(bad)), errors=[
@@ -2362,7 +2363,7 @@ class ReferenceHandler(UsersHandler):
     def retrieve(self, item_id):
         """_embed and _expand, if the query has them (the rest of it is no matter here)."""
         self.related = ()
-        if relations(self.resource, self.server.resources):
+        if self.query and relations(self.resource, self.server.resources):  # none: no _embed
             self.related = read_related(self.resource, self.server.resources, parse_qsl(
                 self.query, keep_blank_values=True))[1]
         if not self.related:
@@ -2377,7 +2378,7 @@ class ReferenceHandler(UsersHandler):
     def document(self, resource, item):
         """A read's item with the items _embed and _expand add to it, in JSON."""
         document = super().document(resource, item)
-        for name, (other, added) in self.related_to(item).items():
+        for name, (other, added) in self.related_to(item).items() if self.related else ():
             document[name] = ([item_document(other, each) for each in added]
                               if isinstance(added, list) else
                               None if added is None else item_document(other, added))
@@ -2387,7 +2388,7 @@ class ReferenceHandler(UsersHandler):
         """A read's item with the items _embed and _expand add to it, in XML: <todos> of
         <todo>s, a <user>."""
         element = super().element(resource, item)
-        for name, (other, added) in self.related_to(item).items():
+        for name, (other, added) in self.related_to(item).items() if self.related else ():
             if isinstance(added, list):
                 element.append(xml_element(name, {}, [item_element(other, each)
                                                       for each in added]))
@@ -2448,7 +2449,9 @@ def nested_routes(parent, resources):
 
 def references_of(resource, item, resources):
     """(field, referred resource, id) for each reference an item makes to a served resource."""
-    served = {other.collection: other for other in resources if resource.references}
+    if not resource.references:
+        return []  # most resources refer to none: no dict to build
+    served = {other.collection: other for other in resources}
     return [(field, served[field.refers_to], item[resource.position[field.name]])
             for field in resource.references if field.refers_to in served
             and item[resource.position[field.name]] is not None]
@@ -2659,7 +2662,7 @@ class FakeApiHandler(UsersHandler):
     def check_caller(self):
         """After the checks of who asks, --fail-rate may fail the request."""
         super().check_caller()
-        if self.for_resource():
+        if self.server.fake_api.fail_rate and self.for_resource():  # without it, no match
             fail_on_demand(self.server.fake_api.fail_rate, self.command)
 
     def read_body(self):
@@ -4595,6 +4598,8 @@ class FastServer(EdgeServer):
 
     def changes(self):
         """The writes made to every store so far: a page kept under them cannot go stale."""
+        if len(self.stores) == 1:
+            return self.store.changes  # the one store's: no sum to make
         return sum(store.changes for store in self.stores.values())
 
     def get_request(self):
