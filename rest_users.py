@@ -383,9 +383,8 @@ class UsersHandler(BaseHTTPRequestHandler):
     def check_write(self, item):
         """A write's checks after its fields' (Appendix C checks its references): an answer
         in XML needs a json field's keys to be element names."""
-        bad = self.resource.described and [
-            name for name in self.resource.described if self.format is not JSON
-            and not has_xml_names(item[self.resource.position[name]])]
+        bad = [name for name in self.resource.described if self.format is not JSON
+               and not has_xml_names(item[self.resource.position[name]])]
         if bad:
             raise ApiError(HTTPStatus.UNPROCESSABLE_ENTITY, "The %s is not valid; see the "
                            "errors for %s." % (self.resource.item, ", ".join(bad)), errors=[
