@@ -3578,7 +3578,7 @@ async function exchange(method, path, options = {}) {
 
 async function listUsers(path, quiet, tourStep) {
   const query = new URLSearchParams();
-  const filters = FIELD_NAMES.map((name) => [name, "filter-" + name]);
+  const filters = Array.from(document.querySelectorAll("[id^=filter-]"), (input) => [input.id.slice(7), input.id]);
   for (const [name, id] of [["sort", "sort"], ...filters, ["q", "search"], ["limit", "limit"]]) {
     if (byId(id).value) query.set(name, byId(id).value);
   }
@@ -3849,7 +3849,8 @@ def explorer_template(resource, resources):
             html.escape(other.collection)) for other in listed))
     parts = (
         ("sort_options", "".join(map(sort_option, resource.sort_keys))),
-        ("filters", "\n".join(map(filter_input, resource.fields))),
+        ("filters", "\n".join(filter_input(field) for field in resource.fields
+                               if field.name in resource.sorted_by)),  # json: no filter
         ("search_hint", "text in a " + searched),
         ("columns", "".join('<th scope="col">%s</th>' % html.escape(name)
                             for name in resource.field_names)),

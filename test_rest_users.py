@@ -6416,6 +6416,17 @@ def test_each_hook_of_the_core_is_overridden_by_one_part_at_most():
 
 # -- the explorer ------------------------------------------------------------------------
 
+def test_the_explorers_filters_leave_out_a_json_field_the_list_cannot_filter():
+    running = start_server(resources=[USERS, DOCS])
+    try:
+        page = call(running, "GET", "/?resource=docs", headers={"Accept": BROWSER_ACCEPT})
+        assert page.status == 200
+        assert b'<input id="filter-name">' in page.body
+        assert b'id="filter-body"' not in page.body
+        assert call(running, "GET", "/docs?body=1").status == 400  # the list says the same
+    finally:
+        stop_server(running)
+
 def test_the_explorer_offers_todos(browser):
     running = start_server(resources=BOTH)
     try:
