@@ -2067,10 +2067,15 @@ def test_no_proxy_sends_direct(proxy, scripted):
     assert len(proxy.received) == before
 
 
-def test_the_proxy_variables_are_read_as_curl_reads_them(monkeypatch):
+def clear_proxy_variables(monkeypatch):
+    """No proxy variable of the machine's, in either case, for the test's own to be read."""
     for name in ("http_proxy", "https_proxy", "no_proxy"):
         monkeypatch.delenv(name, raising=False)
         monkeypatch.delenv(name.upper(), raising=False)
+
+
+def test_the_proxy_variables_are_read_as_curl_reads_them(monkeypatch):
+    clear_proxy_variables(monkeypatch)
     monkeypatch.setenv("http_proxy", "http://lower:3128")
     monkeypatch.setenv("HTTP_PROXY", "http://upper:3128")
     monkeypatch.setenv("HTTPS_PROXY", "http://upper:3129")
@@ -2393,9 +2398,7 @@ def test_upper_case_http_proxy_is_never_read_for_plain_http(proxy, scripted):
 
 
 def test_the_upper_case_proxy_variables_but_http_proxy_are_read_as_curl_reads_them(monkeypatch):
-    for name in ("http_proxy", "https_proxy", "no_proxy"):
-        monkeypatch.delenv(name, raising=False)
-        monkeypatch.delenv(name.upper(), raising=False)
+    clear_proxy_variables(monkeypatch)
     monkeypatch.setenv("HTTP_PROXY", "http://upper:3128")
     monkeypatch.setenv("HTTPS_PROXY", "http://upper:3129")
     monkeypatch.setenv("NO_PROXY", "example.com")
