@@ -43,7 +43,8 @@ it and overriding hooks it leaves; none restates a decision:
     100-continue (before_reading_body), drained bodies (leave_unread_body), problems for
     http.server's own errors (send_error), the 408 (handle_one_request); the graceful stop.
  B. TeachingHandler: the 412's likely mistake (precondition_detail), PUT's hint to PATCH
-    (update), Prefer (send_deleted), problem-only clients (negotiate, respond).
+    (update), Prefer (send_deleted), problem-only clients (negotiate, respond);
+    XmlBodyHandler: items sent in XML (body_types, read_fields).
  C. SQLiteStore, a table per resource in one file; ReferenceHandler: references between
     resources (check_write, check_delete), nested routes (route_table, list, create,
     given_by_path, route_path) and _embed and _expand (read_related_query, retrieve,
@@ -104,6 +105,7 @@ MAX_ID = 2 ** 63 - 1  # SQLite's largest integer: a larger id can name no item
 
 MEDIA_TYPES = JSON_TYPE, XML_TYPE, TEXT_XML_TYPE = (  # the formats: named here alone
     "application/json", "application/xml", "text/xml")
+MERGE_PATCH = "application/merge-patch+json"  # a PATCH's JSON body (RFC 7396)
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 1000
 DIGITS = re.compile("[0-9]+")  # ASCII digits only: str.isdigit() also takes "²"
@@ -202,7 +204,7 @@ class UsersHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # persistent connections
     wbufsize = -1  # a response gathers in a buffer, flushed after each request: one write
     server_version = "rest_users/1.0"
-    body_types = "%s, %s or %s (and for PATCH application/merge-patch+json)" % MEDIA_TYPES
+    body_types = (JSON_TYPE,)  # what a body may be, besides a PATCH's merge patch
     headers = None  # the request's header fields, once http.server has read them
     route = None  # the Route this request is for, once found
     resource = None  # the Resource it is for, if any: the route's
@@ -444,17 +446,21 @@ class UsersHandler(BaseHTTPRequestHandler):
             raise ApiError(HTTPStatus.BAD_REQUEST,
                            "This request needs %s in its body." % a_or_an(self.resource.item))
         media_type, charset = parse_content_type(self.headers.get("Content-Type", ""))
-        reader = BODY_READERS.get(media_type)
-        if reader is None or charset not in (None, "utf-8") or (
-                media_type == MERGE_PATCH and not merge_patch):
-            raise ApiError(HTTPStatus.UNSUPPORTED_MEDIA_TYPE, "The body must be %s, in UTF-8, "
-                           "not %s." % (self.body_types, printable(
-                               self.headers.get("Content-Type", "untyped"))))
+        taken = self.body_types + ((MERGE_PATCH,) if merge_patch else ())
+        if media_type not in taken or charset not in (None, "utf-8"):
+            raise ApiError(HTTPStatus.UNSUPPORTED_MEDIA_TYPE, "The body must be %s (and for "
+                           "PATCH %s), in UTF-8, not %s." % (
+                               in_words(self.body_types, "or"), MERGE_PATCH,
+                               printable(self.headers.get("Content-Type", "untyped"))))
         try:
             text = body.decode("utf-8")
         except UnicodeDecodeError:
             raise ApiError(HTTPStatus.BAD_REQUEST, "The body is not valid UTF-8.") from None
-        return reader(text, self.resource)
+        return self.read_fields(media_type, text)
+
+    def read_fields(self, media_type, text):
+        """A body's text as (field, value) pairs: JSON here (Appendix B reads XML)."""
+        return read_json_fields(text, self.resource)
 
     def check_if_match(self, item):
         """A 412 unless If-Match names the current tag: no change overwritten unseen."""
@@ -1148,7 +1154,6 @@ class XmlValue:
         return self.description
 
 
-NESTED = XmlValue("an element with child elements")
 JSON_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?")
 
 
@@ -1166,110 +1171,6 @@ def xml_typed(field, text):
     if kind == "number" and number:
         return json.loads(text)
     return XmlValue("the text %s" % json.dumps(text, ensure_ascii=False))
-
-
-class ItemXmlReader:
-    """Collects (field, value) pairs from <user><name>..</name><email>..</email></user> as
-    expat parses. A DOCTYPE is refused the moment it starts, before any entity can be
-    declared or expanded (billion laughs, external entities)."""
-
-    def __init__(self, resource):
-        self.resource, self.pairs, self.depth, self.text = resource, [], 0, []
-        self.nested, self.nil, self.tree = False, False, None
-
-    def start(self, tag, attributes):
-        """An element opens: the root must be the item's; its children are the fields."""
-        self.depth += 1
-        if self.depth == 1 and tag != self.resource.item:
-            raise ApiError(HTTPStatus.BAD_REQUEST, "The XML root element must be <%s>, not "
-                           "<%s>." % (self.resource.item, tag))
-        if self.depth == 2:
-            self.text, self.nested = [], False
-            self.nil = any(name.rpartition(":")[2] == "nil" and value == "true"
-                           for name, value in attributes.items())  # XML Schema's xsi:nil
-            if tag in self.resource.described:  # a json field: its elements are its value
-                self.tree = ElementTree.TreeBuilder()
-        elif self.depth > 2:
-            self.nested = True
-        if self.tree is not None:
-            self.tree.start(tag, attributes)
-
-    def end(self, tag):
-        """An element closes: a field's text becomes its value."""
-        if self.tree is not None:
-            self.tree.end(tag)
-        if self.depth == 2:
-            self.pairs.append((tag, self.field_value(tag)))
-            self.tree = None
-        self.depth -= 1
-
-    def field_value(self, tag):
-        """The value of the field element that just closed."""
-        if self.nil:
-            return None
-        if self.tree is not None:
-            try:
-                return json_from_xml(self.tree.close())
-            except ValueError as error:  # a leaf its type attribute cannot read
-                return XmlValue(str(error))
-        if self.nested:
-            return NESTED
-        text = "".join(self.text)
-        if tag == "id":
-            return int(text) if ITEM_ID.fullmatch(text) else text  # <id>7</id>: the integer 7
-        return xml_typed(self.resource.fields_by_name.get(tag), text)
-
-    def characters(self, data):
-        """Text inside a field (expat may hand it over in several pieces)."""
-        if self.depth == 2:
-            self.text.append(data)
-        if self.tree is not None:
-            self.tree.data(data)
-
-    def refuse_doctype(self, *args):
-        """A DOCTYPE or entity declaration: refused before the parser reads on."""
-        raise ApiError(HTTPStatus.BAD_REQUEST,
-                       "XML with a DOCTYPE or entity declarations is not accepted.")
-
-
-def json_from_xml(element):
-    """A json field's element as the JSON value it carries: as its type attribute says,
-    a string when it has none."""
-    kind, text = element.get("type"), element.text or ""
-    if kind == "null":
-        return None
-    if kind == "array":
-        return [json_from_xml(child) for child in element]
-    if kind == "object":
-        return {child.tag: json_from_xml(child) for child in element}
-    value = xml_typed(Field("", kind), text) if kind in ("number", "boolean") else text
-    if kind not in (None, "number", "boolean") or isinstance(value, XmlValue) or len(element):
-        raise ValueError("an element of type %s holding %s" % (
-            kind or "string", "elements" if len(element) else json.dumps(text)))
-    return value
-
-
-def read_xml_fields(text, resource):
-    """Parse an item's document into (field, value) pairs; malformed XML is a 400."""
-    # expat, not xml.etree: on PyPy, xml.etree reads a DOCTYPE's entities before it says so
-    reader = ItemXmlReader(resource)  # it collects the fields and refuses a DOCTYPE
-    parser = expat.ParserCreate(encoding="utf-8")
-    parser.StartElementHandler = reader.start
-    parser.EndElementHandler = reader.end
-    parser.CharacterDataHandler = reader.characters
-    parser.StartDoctypeDeclHandler = reader.refuse_doctype
-    parser.EntityDeclHandler = reader.refuse_doctype
-    try:
-        parser.Parse(text, True)
-    except expat.ExpatError as error:
-        raise ApiError(HTTPStatus.BAD_REQUEST,
-                       "The body is not well-formed XML: %s." % error) from None
-    return reader.pairs
-
-
-MERGE_PATCH = "application/merge-patch+json"
-BODY_READERS = {JSON_TYPE: read_json_fields, MERGE_PATCH: read_json_fields,
-                XML_TYPE: read_xml_fields, TEXT_XML_TYPE: read_xml_fields}
 
 
 def parse_content_type(value):
@@ -1852,11 +1753,11 @@ def stop_gracefully(server):
 
 
 # ---------------------------------------------------------------------------------------
-# Appendix B: answers that teach, and answers as the client prefers
+# Appendix B: answers that teach, answers as the client prefers, and bodies in XML
 #
 # A 412 that names the likely mistake in If-Match, a PUT's hint to PATCH, a DELETE without
-# the user for Prefer: return=minimal, and errors for the clients of RFC 9457 that ask for
-# nothing but problem details.
+# the user for Prefer: return=minimal, errors for the clients of RFC 9457 that ask for
+# nothing but problem details, and items sent in XML, read with expat.
 # ---------------------------------------------------------------------------------------
 
 class TeachingHandler(UsersHandler):
@@ -1988,6 +1889,121 @@ def if_match_mistake(header, fmt):
                 "for %s: each format has its own ETag, so send the one a GET in %s gave."
                 % (printable(stray[0]), other.name.upper(), fmt.name.upper(), fmt.name.upper()))
     return None
+
+
+# -- Bodies in XML: what a client that speaks XML sends ----------------------------------
+class XmlBodyHandler(UsersHandler):
+    """UsersHandler that also reads an item sent in XML: <user><name>Ada</name>...</user>."""
+
+    body_types = UsersHandler.body_types + (XML_TYPE, TEXT_XML_TYPE)
+
+    def read_fields(self, media_type, text):
+        """An XML body's (field, value) pairs, each typed as its field reads text."""
+        if media_type in (XML_TYPE, TEXT_XML_TYPE):
+            return read_xml_fields(text, self.resource)
+        return super().read_fields(media_type, text)
+
+
+NESTED = XmlValue("an element with child elements")
+class ItemXmlReader:
+    """Collects (field, value) pairs from <user><name>..</name><email>..</email></user> as
+    expat parses. A DOCTYPE is refused the moment it starts, before any entity can be
+    declared or expanded (billion laughs, external entities)."""
+
+    def __init__(self, resource):
+        self.resource, self.pairs, self.depth, self.text = resource, [], 0, []
+        self.nested, self.nil, self.tree = False, False, None
+
+    def start(self, tag, attributes):
+        """An element opens: the root must be the item's; its children are the fields."""
+        self.depth += 1
+        if self.depth == 1 and tag != self.resource.item:
+            raise ApiError(HTTPStatus.BAD_REQUEST, "The XML root element must be <%s>, not "
+                           "<%s>." % (self.resource.item, tag))
+        if self.depth == 2:
+            self.text, self.nested = [], False
+            self.nil = any(name.rpartition(":")[2] == "nil" and value == "true"
+                           for name, value in attributes.items())  # XML Schema's xsi:nil
+            if tag in self.resource.described:  # a json field: its elements are its value
+                self.tree = ElementTree.TreeBuilder()
+        elif self.depth > 2:
+            self.nested = True
+        if self.tree is not None:
+            self.tree.start(tag, attributes)
+
+    def end(self, tag):
+        """An element closes: a field's text becomes its value."""
+        if self.tree is not None:
+            self.tree.end(tag)
+        if self.depth == 2:
+            self.pairs.append((tag, self.field_value(tag)))
+            self.tree = None
+        self.depth -= 1
+
+    def field_value(self, tag):
+        """The value of the field element that just closed."""
+        if self.nil:
+            return None
+        if self.tree is not None:
+            try:
+                return json_from_xml(self.tree.close())
+            except ValueError as error:  # a leaf its type attribute cannot read
+                return XmlValue(str(error))
+        if self.nested:
+            return NESTED
+        text = "".join(self.text)
+        if tag == "id":
+            return int(text) if ITEM_ID.fullmatch(text) else text  # <id>7</id>: the integer 7
+        return xml_typed(self.resource.fields_by_name.get(tag), text)
+
+    def characters(self, data):
+        """Text inside a field (expat may hand it over in several pieces)."""
+        if self.depth == 2:
+            self.text.append(data)
+        if self.tree is not None:
+            self.tree.data(data)
+
+    def refuse_doctype(self, *args):
+        """A DOCTYPE or entity declaration: refused before the parser reads on."""
+        raise ApiError(HTTPStatus.BAD_REQUEST,
+                       "XML with a DOCTYPE or entity declarations is not accepted.")
+
+
+def json_from_xml(element):
+    """A json field's element as the JSON value it carries: as its type attribute says,
+    a string when it has none."""
+    kind, text = element.get("type"), element.text or ""
+    if kind == "null":
+        return None
+    if kind == "array":
+        return [json_from_xml(child) for child in element]
+    if kind == "object":
+        return {child.tag: json_from_xml(child) for child in element}
+    value = xml_typed(Field("", kind), text) if kind in ("number", "boolean") else text
+    if kind not in (None, "number", "boolean") or isinstance(value, XmlValue) or len(element):
+        raise ValueError("an element of type %s holding %s" % (
+            kind or "string", "elements" if len(element) else json.dumps(text)))
+    return value
+
+
+def read_xml_fields(text, resource):
+    """Parse an item's document into (field, value) pairs; malformed XML is a 400."""
+    # expat, not xml.etree: on PyPy, xml.etree reads a DOCTYPE's entities before it says so
+    reader = ItemXmlReader(resource)  # it collects the fields and refuses a DOCTYPE
+    parser = expat.ParserCreate(encoding="utf-8")
+    parser.StartElementHandler = reader.start
+    parser.EndElementHandler = reader.end
+    parser.CharacterDataHandler = reader.characters
+    parser.StartDoctypeDeclHandler = reader.refuse_doctype
+    parser.EntityDeclHandler = reader.refuse_doctype
+    try:
+        parser.Parse(text, True)
+    except expat.ExpatError as error:
+        raise ApiError(HTTPStatus.BAD_REQUEST,
+                       "The body is not well-formed XML: %s." % error) from None
+    return reader.pairs
+
+
 
 
 # ---------------------------------------------------------------------------------------
@@ -4769,8 +4785,8 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
 
 
-class PlainHandler(TeachingHandler, ExplorerHandler, OpenApiHandler, FakeApiHandler,
-                   ReferenceHandler, DialectHandler, CorsHandler, EdgeHandler):
+class PlainHandler(TeachingHandler, XmlBodyHandler, ExplorerHandler, OpenApiHandler,
+                   FakeApiHandler, ReferenceHandler, DialectHandler, CorsHandler, EdgeHandler):
     """The core's handler with Appendices A to E. Each mix-in overrides hooks of its own,
     so their order changes no answer; what a route carries (CORS or not) the route says.
     The routes they add are listed here, in one place."""

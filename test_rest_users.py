@@ -4362,6 +4362,21 @@ def test_the_core_alone_guards_versions_and_answers_problems(core):
     assert (reply.status, reply.headers["Allow"]) == (204, "GET, PUT, PATCH, DELETE, HEAD, OPTIONS")
 
 
+def test_the_core_alone_reads_json_bodies_and_leaves_xml_ones_to_an_appendix(core):
+    reply = call(core, "POST", "/users", "<user><name>Ada</name></user>",
+                 {"Content-Type": "application/xml"})
+    assert assert_problem(reply, 415)["detail"] == (
+        "The body must be application/json (and for PATCH application/merge-patch+json), "
+        "in UTF-8, not application/xml.")
+
+
+def test_the_default_server_names_every_body_type_it_reads_in_the_415(server):
+    reply = call(server, "POST", "/users", "name=Ada", {"Content-Type": "text/plain"})
+    assert assert_problem(reply, 415)["detail"] == (
+        "The body must be application/json, application/xml or text/xml (and for PATCH "
+        "application/merge-patch+json), in UTF-8, not text/plain.")
+
+
 def test_the_core_alone_asks_for_the_api_key(tmp_path):
     module = module_from_source(tmp_path, "keyed_core", core_source())
     running = module.UsersServer(("127.0.0.1", 0), module.MemoryStore(), api_key=KEY)
