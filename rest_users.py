@@ -692,45 +692,17 @@ class Resource:
                                 + ("q",))  # per field
 
 
-# --fake-users: 64 given names times 64 family names, then again with a middle initial
-GIVEN_NAMES = """Ada Grace Alan Katherine Edsger Barbara Donald Margaret Dennis Frances Ken
-    Radia Tim Hedy John Annie Linus Sophie Guido Karen Niklaus Jean Claude Mary Leslie Shafi
-    Vint Adele Bjarne Lynn Dorothy Charles Evelyn Fernando Susan Martin Carol Robert Elizabeth
-    Peter Anita James Joan Brian Ruth Richard Sally Whitfield Cynthia Yukihiro Betty Larry
-    Marian Andrew Frieda Rasmus Kathleen Tony Ivan Lois Ward Hal Irma Alonzo""".split()
-FAMILY_NAMES = """Lovelace Hopper Turing Johnson Dijkstra Liskov Knuth Hamilton Ritchie Allen
-    Thompson Perlman Lamarr McCarthy Easley Torvalds Wilson Wirth Sammet Shannon Lamport
-    Goldwasser Cerf Goldberg Stroustrup Conway Vaughan Babbage Boole Kernighan Pike Cox
-    Stallman Diffie Dwork Matsumoto Holberton Wall Backus Tanenbaum Lerdorf Booth Hoare
-    Sutherland Kay Engelbart Hellman Rivest Shamir Adleman Cunningham Abelson Sussman Church
-    Gosling Bartik Estrin Clarke Hollerith Neumann Minsky Hamming Moore Keller""".split()
-
-
-def fake_person(user_id):
-    """The same made-up name and email for an id on every run, like Grace Hopper,
-    grace.hopper.17@example.com."""
-    pairs = len(GIVEN_NAMES) * len(FAMILY_NAMES)
-    pair = (user_id - 1) * 1237 % pairs  # 1237 shares no factor with 4096: each pair once
-    given, family = GIVEN_NAMES[pair % len(GIVEN_NAMES)], FAMILY_NAMES[pair // len(GIVEN_NAMES)]
-    initial = (user_id - 1) // pairs % 27  # 0 for the first 4096 users: no initial
-    middle = " %s. " % chr(ord("A") + initial - 1) if initial else " "
-    return given + middle + family, "%s.%s.%d@example.com" % (given.lower(), family.lower(),
-                                                              user_id)
-
-
 # Everything that knows a user's fields reads them here: validation, both stores and the
 # SQLite schema, JSON and XML, the list's filters and sort keys, the API description and the
 # explorer's form.
 USERS = Resource("users", [
     Field("name", required=True, max_length=MAX_NAME_LENGTH, check=check_name,
-          fake=lambda user_id: fake_person(user_id)[0],
           schema={"minLength": 1, "pattern": "^{0}*{1}{0}*$".format(PATTERN_CHARACTER,
                                                                     PATTERN_VISIBLE)},
           example="Ada Lovelace"),
     Field("email", required=True, unique=True, ignores_case=True, max_length=MAX_EMAIL_LENGTH,
-          check=check_email, fake=lambda user_id: fake_person(user_id)[1],
-          schema={"minLength": 3, "pattern": "^%s@%s$" % (PATTERN_EMAIL_PART,
-                                                          PATTERN_EMAIL_PART)},
+          check=check_email, schema={"minLength": 3, "pattern": "^%s@%s$" % (
+              PATTERN_EMAIL_PART, PATTERN_EMAIL_PART)},
           example="ada@example.com"),
 ])
 User = USERS.Item
@@ -3064,6 +3036,37 @@ def check_file_references(resources, items, source):
                     raise ValueError("%s: %s: %s %d: %s %s names no item of %s" % (
                         source, resource.collection, resource.item, item.id, field.name,
                         item[position], field.refers_to))
+
+
+# --fake-users: 64 given names times 64 family names, then again with a middle initial
+GIVEN_NAMES = """Ada Grace Alan Katherine Edsger Barbara Donald Margaret Dennis Frances Ken
+    Radia Tim Hedy John Annie Linus Sophie Guido Karen Niklaus Jean Claude Mary Leslie Shafi
+    Vint Adele Bjarne Lynn Dorothy Charles Evelyn Fernando Susan Martin Carol Robert Elizabeth
+    Peter Anita James Joan Brian Ruth Richard Sally Whitfield Cynthia Yukihiro Betty Larry
+    Marian Andrew Frieda Rasmus Kathleen Tony Ivan Lois Ward Hal Irma Alonzo""".split()
+FAMILY_NAMES = """Lovelace Hopper Turing Johnson Dijkstra Liskov Knuth Hamilton Ritchie Allen
+    Thompson Perlman Lamarr McCarthy Easley Torvalds Wilson Wirth Sammet Shannon Lamport
+    Goldwasser Cerf Goldberg Stroustrup Conway Vaughan Babbage Boole Kernighan Pike Cox
+    Stallman Diffie Dwork Matsumoto Holberton Wall Backus Tanenbaum Lerdorf Booth Hoare
+    Sutherland Kay Engelbart Hellman Rivest Shamir Adleman Cunningham Abelson Sussman Church
+    Gosling Bartik Estrin Clarke Hollerith Neumann Minsky Hamming Moore Keller""".split()
+
+
+def fake_person(user_id):
+    """The same made-up name and email for an id on every run, like Grace Hopper,
+    grace.hopper.17@example.com."""
+    pairs = len(GIVEN_NAMES) * len(FAMILY_NAMES)
+    pair = (user_id - 1) * 1237 % pairs  # 1237 shares no factor with 4096: each pair once
+    given, family = GIVEN_NAMES[pair % len(GIVEN_NAMES)], FAMILY_NAMES[pair // len(GIVEN_NAMES)]
+    initial = (user_id - 1) // pairs % 27  # 0 for the first 4096 users: no initial
+    middle = " %s. " % chr(ord("A") + initial - 1) if initial else " "
+    return given + middle + family, "%s.%s.%d@example.com" % (given.lower(), family.lower(),
+                                                              user_id)
+
+
+# Users' own fake values: a person's name and email, as --fake-users makes them
+USERS.fields_by_name["name"].fake = lambda user_id: fake_person(user_id)[0]
+USERS.fields_by_name["email"].fake = lambda user_id: fake_person(user_id)[1]
 
 
 def fake_item(resource, item_id):
