@@ -1291,14 +1291,7 @@ QUERY_TYPES = {"integer": "whole numbers from %d to %d" % (-MAX_ID - 1, MAX_ID),
 def query_value(resource, name, field_name, text):
     """A filter's value as its field holds it, from the parameter `name`: an integer from
     digits, a boolean from true or false; a 400 for a value of another type."""
-    if text == "":
-        raise bad_query("%s has an empty value." % printable(name))
-    kind = "id" if field_name == "id" else resource.fields_by_name[field_name].type
-    if kind == "id":  # compared with ids: a whole number, never negative
-        if DIGITS.fullmatch(text) and len(text) <= 19 and int(text) <= MAX_ID:
-            return int(text)
-        raise bad_query("%s compares ids: whole numbers from 0 to %d, not %s."
-                        % (printable(name), MAX_ID, printable(text)))
+    kind = resource.fields_by_name[field_name].type
     value = xml_typed(resource.fields_by_name[field_name], text)  # typed as XML text is
     if kind == "number" and type(value) is int and check_number(value):
         value = float(value)  # compared as a number all the same, in either store
@@ -3268,11 +3261,24 @@ class DialectQuery:
 
     def add_filter(self, name, field, test, values):
         """Keep a filter; the values of an equality named again are any of them."""
-        values = [query_value(self.resource, name, field, value) for value in values]
+        values = [dialect_value(self.resource, name, field, value) for value in values]
         if test in ("eq", "in"):
             self.any_of.setdefault((field, name), []).extend(values)
         else:
             self.filters.append(Filter(field, test, tuple(values)))
+
+
+def dialect_value(resource, name, field_name, text):
+    """A dialect's filter value: an id, which the dialects alone filter by, or a field's
+    value as the core's list reads it; an empty one (in=1,,2) is a 400."""
+    if text == "":
+        raise bad_query("%s has an empty value." % printable(name))
+    if field_name != "id":
+        return query_value(resource, name, field_name, text)
+    if DIGITS.fullmatch(text) and len(text) <= 19 and int(text) <= MAX_ID:  # never negative
+        return int(text)
+    raise bad_query("%s compares ids: whole numbers from 0 to %d, not %s."
+                    % (printable(name), MAX_ID, printable(text)))
 
 
 def range_page(resource, text):
