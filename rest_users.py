@@ -643,7 +643,7 @@ class Field:
     """A field: its name and type. It is `required`, has a `default`, or is optional (its
     none: JSON null, no XML element, SQL NULL). `unique`, `ignores_case` (ASCII, as NOCASE),
     `searched` by q, `refers_to` a collection; `check`: what else is wrong with a value;
-    `fake`: a made-up value for an id; `schema`: JSON Schema for the API description."""
+    `fake`: a made-up value for an id; `schema`: more JSON Schema for the API description."""
 
     def __init__(self, name, type="string", *, required=False, default=None,
                  unique=False, ignores_case=False, searched=None, refers_to=None,
@@ -655,10 +655,7 @@ class Field:
         self.unique, self.ignores_case, self.refers_to = unique, ignores_case, refers_to
         self.searched = type == "string" if searched is None else searched
         self.max_length, self.check, self.example, self.fake = max_length, check, example, fake
-        self.schema = {"type": type} if type != "json" else {}  # for the API description
-        self.schema.update((key, value) for key, value in (schema or {}).items()
-                           if key == "minLength")  # the bounds in their usual order
-        self.schema.update({"maxLength": max_length} if max_length else {}, **schema or {})
+        self.schema = schema or {}  # the API description's, besides the type and length
 
 
 class Resource:
@@ -705,8 +702,6 @@ USERS = Resource("users", [
               PATTERN_EMAIL_PART, PATTERN_EMAIL_PART)},
           example="ada@example.com"),
 ])
-User = USERS.Item
-"""One user, never changed in place; `version` grows with every change, and so does the ETag."""
 
 
 def new_item(resource, item_id, values, version=1):
@@ -4424,10 +4419,19 @@ def example_of(field):
     return field.default if field.default is not None else TYPE_EXAMPLES[field.type]
 
 
+def field_schema(field):
+    """A field's JSON Schema as declared: its type, its bounds in their usual order, then
+    the rest its declaration gives (a pattern)."""
+    schema = {"type": field.type} if field.type != "json" else {}  # json: any value
+    schema.update((key, value) for key, value in field.schema.items() if key == "minLength")
+    schema.update({"maxLength": field.max_length} if field.max_length else {}, **field.schema)
+    return schema
+
+
 def described_field(field):
     """A field's JSON Schema, with its example; an optional field's none is null in JSON
     (a type list, JSON Schema 2020-12 as OpenAPI 3.1 reads it) and no element in XML."""
-    schema = dict(field.schema, examples=[example_of(field)])
+    schema = dict(field_schema(field), examples=[example_of(field)])
     if not field.required and field.default is None and "type" in schema:  # json: any
         schema["type"] = [schema["type"], "null"]
     return schema
@@ -4828,6 +4832,10 @@ class DefaultServer(FastServer, PlainServer):
 
 
 # Names of the release before resources were declared, kept for code written against it
+User = USERS.Item
+"""One user, never changed in place; `version` grows with every change, and so does the ETag."""
+
+
 def validate_user(pairs, *, path_id=None, partial=False):
     """validate() for a user: the fields of a user's body as a dict, or the 422."""
     return validate(USERS, pairs, path_id=path_id, partial=partial)
