@@ -163,8 +163,7 @@ ONLY_ID = 1  # a singular resource's one item is kept with this id
 
 
 def resource_routes(resource):
-    """A resource's routes: its collection (/users) and its items (/users/{id}); a singular
-    one's, its path alone (/profile)."""
+    """A resource's routes: its collection (/users) and items (/users/{id}); a singular one's."""
     path = re.escape(resource.path)
     if resource.singular:  # its one item, read, replaced and changed: never made or deleted
         return [Route(resource.path, re.compile(path + "/?"), SINGULAR_ACTIONS,
@@ -250,8 +249,7 @@ class UsersHandler(BaseHTTPRequestHandler):
         getattr(self, action)(*arguments)
 
     def check_caller(self):
-        """With a key, a request for a resource without it is a 401 (RFC 6750) before any
-        other check."""
+        """A 401 (RFC 6750), before any other check, for a keyed path asked without the key."""
         key, path = self.server.api_key, self.path.partition("?")[0]
         if key is None or self.command == "OPTIONS" or not any(
                 is_under(path, keyed) for keyed in self.server.keyed_paths):
@@ -270,8 +268,7 @@ class UsersHandler(BaseHTTPRequestHandler):
 
     @classmethod
     def route_table(cls, resources=None):
-        """The routes it answers: each resource's (users' when none is named), then those
-        the appendices add."""
+        """Its routes: each resource's (users' when none is named), then those appendices add."""
         return [found for resource in resources or [USERS]
                 for found in resource_routes(resource)] + cls.added_routes
 
@@ -342,8 +339,7 @@ class UsersHandler(BaseHTTPRequestHandler):
         self.change(item_id, self.read_item_body(merge_patch=True), partial=True)
 
     def change(self, item_id, pairs, partial):
-        """Check If-Match, then the fields, then the rest, then write: one atomic step
-        inside the store."""
+        """Check If-Match, the fields, then the rest, and write: one atomic step in the store."""
         def changed_fields(current):
             self.check_if_match(current)
             fields = validate(self.resource, pairs, partial=partial,
@@ -940,8 +936,7 @@ def has_text(resource, item, text):
 
 
 def sort_value(resource, name):
-    """The sort key of a field: its value, where None (an optional field's none) comes
-    first, as NULL does in SQLite."""
+    """The sort key of a field: its value, an optional field's none first, as NULL in SQLite."""
     position, field = resource.position[name], resource.fields_by_name.get(name)
     if field is None or field.required:  # the id, or a field every item has
         return operator.itemgetter(position)
@@ -1036,8 +1031,7 @@ def item_element(resource, item):
 
 
 def render_item(resource, item, fmt, document=item_document, element=item_element):
-    """One item as bytes in the format, its JSON object or XML element made by document()
-    or element()."""
+    """One item as bytes in the format, made by document() (JSON) or element() (XML)."""
     if fmt is JSON:
         return json_bytes(document(resource, item))
     return xml_bytes(element(resource, item))
@@ -1310,8 +1304,7 @@ def page_links(path, query, total, kept):
 
 # -- The server --------------------------------------------------------------------------
 class UsersServer(ThreadingMixIn, HTTPServer):
-    """A thread per connection (Python 3.6 lacks ThreadingHTTPServer); a store per resource
-    served (one store, or a list of them), the key."""
+    """A thread per connection (Python 3.6 lacks ThreadingHTTPServer), a store per resource."""
 
     daemon_threads = True  # a stalled client never keeps the process from stopping
     request_queue_size = 128  # the default 5 overflows when a few dozen clients connect
