@@ -48,10 +48,11 @@ it and overriding hooks it leaves; none restates a decision:
  C. SQLiteStore, a table per resource in one file; ReferenceHandler: references between
     resources (check_write, check_delete), nested routes (route_table, list, create,
     given_by_path, route_path) and _embed and _expand (read_related_query, retrieve,
-    document, element); CorsHandler (extra_headers, answer_options),
-    which a route without CORS (/__admin/) never gets; FakeApiHandler: --fail-rate
-    (check_caller), --delay and the journal (write_response), /__admin/; --load of
-    json-server's db.json; DialectHandler: the dialects of front-end libraries
+    document, element); CorsHandler (extra_headers, answer_options), which a route without
+    CORS (/__admin/) never gets; FakeApiHandler: --fail-rate (check_caller), --delay and the
+    journal (write_response), /__admin/; --fake-users' people; --load of json-server's
+    db.json, whose objects are SingularResources (retrieve_one, update_one,
+    partial_update_one); DialectHandler: the dialects of front-end libraries
     (read_list_query, render_page, page_headers).
  D, E. ExplorerHandler (route_request) and OpenApiHandler add / and /openapi.json; the API
     description is derived from the routes and the resources' fields.
@@ -158,16 +159,11 @@ def route(path, pattern, actions, resource=None, cors=True, parent=None):
 COLLECTION_ACTIONS = {"GET": "list", "POST": "create"}
 ITEM_ACTIONS = {"GET": "retrieve", "PUT": "update", "PATCH": "partial_update",
                 "DELETE": "destroy"}
-SINGULAR_ACTIONS = {"GET": "retrieve_one", "PUT": "update_one", "PATCH": "partial_update_one"}
-ONLY_ID = 1  # a singular resource's one item is kept with this id
 
 
 def resource_routes(resource):
-    """A resource's routes: its collection (/users) and items (/users/{id}); a singular one's."""
+    """A resource's routes: its collection (/users) and its items (/users/{id})."""
     path = re.escape(resource.path)
-    if resource.singular:  # its one item, read, replaced and changed: never made or deleted
-        return [Route(resource.path, re.compile(path + "/?"), SINGULAR_ACTIONS,
-                      "GET, HEAD, PUT, PATCH, OPTIONS", resource, True, None)]
     return [route(resource.path, path + "/?", COLLECTION_ACTIONS, resource),
             route(resource.path + "/{id}", r"%s/(%s)/?" % (path, ITEM_ID.pattern),
                   ITEM_ACTIONS, resource)]
@@ -270,7 +266,7 @@ class UsersHandler(BaseHTTPRequestHandler):
     def route_table(cls, resources=None):
         """Its routes: each resource's (users' when none is named), then those appendices add."""
         return [found for resource in resources or [USERS]
-                for found in resource_routes(resource)] + cls.added_routes
+                for found in resource.routes] + cls.added_routes
 
     @classmethod
     def keyed_paths(cls, resources):
@@ -357,18 +353,6 @@ class UsersHandler(BaseHTTPRequestHandler):
     def send_deleted(self, item):
         """The answer to a DELETE: the item as it was (Appendix B honours Prefer)."""
         self.respond(HTTPStatus.OK, self.render(item), self.format.content_type)
-
-    def retrieve_one(self):
-        """GET /profile: a singular resource's item."""
-        self.retrieve(ONLY_ID)
-
-    def update_one(self):
-        """PUT /profile: replace a singular resource's item."""
-        self.update(ONLY_ID)
-
-    def partial_update_one(self):
-        """PATCH /profile: change some of a singular resource's fields."""
-        self.partial_update(ONLY_ID)
 
     def given_by_path(self):
         """The fields a route's path gives (Appendix C's /users/1/todos: userId 1): none."""
@@ -659,18 +643,19 @@ class Resource:
     item (<user>, "There is no user with id 9.") and its fields. Everything the service
     knows of a resource, it reads here."""
 
-    def __init__(self, collection, fields, *, item=None, singular=False):
-        if item is None and not collection.endswith("s") and not singular:
+    singular = False  # one item, with no id shown and no list (Appendix C's SingularResource)
+
+    def __init__(self, collection, fields, *, item=None):
+        if item is None and not collection.endswith("s"):
             raise ValueError("the collection %s does not end in s: name its item, as "
                              "Resource(%r, fields, item=...)" % (collection, collection))
-        self.collection, self.item = collection, item or (
-            collection if singular else collection[:-1])
-        self.singular = singular  # one item, with no id shown and no list: /profile
+        self.collection, self.item = collection, item or collection[:-1]
         self.path, self.fields = "/" + collection, tuple(fields)
+        self.routes = resource_routes(self)
         self.field_names = tuple(field.name for field in self.fields)
         self.fields_by_name = {field.name: field for field in self.fields}
         self.stored = ("id",) + self.field_names  # an item's values, in order
-        self.columns, self.shown = self.stored[singular:], int(singular)  # what a client sees
+        self.columns, self.shown = self.stored, 0  # what a client sees: every value, id first
         self.position = {name: index for index, name in enumerate(self.stored)}
         self.caseless = frozenset(field.name for field in self.fields if field.ignores_case)
         self.searched = tuple(field.name for field in self.fields if field.searched)
@@ -2669,6 +2654,18 @@ class FakeApiHandler(UsersHandler):
         self.server.journal.clear()
         self.respond(HTTPStatus.NO_CONTENT)
 
+    def retrieve_one(self):
+        """GET /profile: a singular resource's item (--load's "profile": {...})."""
+        self.retrieve(ONLY_ID)
+
+    def update_one(self):
+        """PUT /profile: replace a singular resource's item."""
+        self.update(ONLY_ID)
+
+    def partial_update_one(self):
+        """PATCH /profile: change some of a singular resource's fields."""
+        self.partial_update(ONLY_ID)
+
 
 class FakeApiServer(UsersServer):
     """UsersServer with the fake API's options (a FakeApi) and its journal."""
@@ -2829,8 +2826,9 @@ class FakeApi:
                          None)
             fields = [Field(**field) for field in declaration["fields"]
                       if known is None or field["name"] not in known.fields_by_name]
-            resource = Resource(collection, (known.fields if known else ()) + tuple(fields),
-                                item=declaration["item"], singular=declaration["singular"])
+            kind = SingularResource if declaration["singular"] else Resource
+            resource = kind(collection, (known.fields if known else ()) + tuple(fields),
+                            item=declaration["item"])
             self.resources = [resource if each is known else each for each in self.resources]
             if known is None:
                 self.resources.append(resource)
@@ -2856,6 +2854,24 @@ def wait_for_delay(delay):
     low, high = delay
     if high:
         time.sleep(random.randint(low, high) / 1000)
+
+
+# A singular resource: json-server serves "profile": {...} as one item at /profile
+SINGULAR_ACTIONS = {"GET": "retrieve_one", "PUT": "update_one", "PATCH": "partial_update_one"}
+ONLY_ID = 1  # a singular resource's one item is kept with this id
+
+
+class SingularResource(Resource):
+    """A resource of one item, read, replaced and changed, never made or deleted: it has no
+    list, and shows no id."""
+
+    singular = True
+
+    def __init__(self, collection, fields, *, item=None):
+        super().__init__(collection, fields, item=item or collection)
+        self.columns, self.shown = self.stored[1:], 1  # what a client sees: no id
+        self.routes = [Route(self.path, re.compile(re.escape(self.path) + "/?"),
+                             SINGULAR_ACTIONS, "GET, HEAD, PUT, PATCH, OPTIONS", self, True, None)]
 
 
 def read_load_file(path):
@@ -2947,8 +2963,9 @@ def resources_from_file(document, declared, source):
         known = next((resource for resource in declared if resource.collection == name), None)
         fields = inferred_fields(value, names, known.field_names if known else None)
         try:
-            resource = Resource(name, (known.fields if known else ()) + fields,
-                                item=known.item if known else None, singular=singular)
+            kind = SingularResource if singular else Resource
+            resource = kind(name, (known.fields if known else ()) + fields,
+                            item=known.item if known else None)
         except ValueError as error:
             raise ValueError("%s: %s: %s" % (source, name, error)) from None
         resources = [resource if each is known else each for each in resources]
