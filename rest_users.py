@@ -65,40 +65,21 @@ Use it to learn, to test and as a fake API. http.server is not a hardened server
 real web server in front of it before the internet.
 """
 
-import argparse
-import base64
-import collections
-import contextlib
-import email.utils
-import functools
-import hashlib
 import hmac
-import html
-import ipaddress
-import itertools
 import json
 import math
 import operator
-import os
-import random
 import re
-import signal
 import socket
-import sqlite3
 import string
-import struct
-import sys
 import threading
-import time
 import traceback
 import xml.etree.ElementTree as ElementTree
 from collections import namedtuple
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, HTTPServer
-from os import environ
 from socketserver import ThreadingMixIn
-from urllib.parse import parse_qsl, urlencode, urlsplit
-from xml.parsers import expat
+from urllib.parse import parse_qsl, urlencode
 
 MAX_NAME_LENGTH = 200
 MAX_EMAIL_LENGTH = 254  # the longest address SMTP can carry (RFC 5321 §4.5.3.1.3)
@@ -1317,8 +1298,9 @@ class UsersServer(ThreadingMixIn, HTTPServer):
 #
 # The service above is complete. Each appendix builds only on what comes before it, by
 # subclassing it or by overriding a hook the core leaves for it; Appendix G composes the
-# server that runs by default out of all of them. Delete them from the bottom up, and what
-# remains still runs.
+# server that runs by default out of all of them. Each opens with the modules it alone
+# imports, so the imports at the top are the plain service's. Delete the appendices from the
+# bottom up, and what remains still runs.
 # =======================================================================================
 
 
@@ -1330,6 +1312,12 @@ class UsersServer(ThreadingMixIn, HTTPServer):
 # two programs could read in two ways is refused. Here too are 100-continue, the Host check
 # against DNS rebinding, the 408 for a request that stops arriving, and the graceful stop.
 # ---------------------------------------------------------------------------------------
+
+import contextlib
+import ipaddress
+import sys
+import time
+from urllib.parse import urlsplit
 
 DEFAULT_MAX_BODY = 1024 * 1024  # bytes
 DEFAULT_IDLE_TIMEOUT = 30  # seconds before an idle connection is dropped
@@ -1698,6 +1686,9 @@ def stop_gracefully(server):
 # nothing but problem details, and items sent in XML, read with expat.
 # ---------------------------------------------------------------------------------------
 
+from xml.parsers import expat
+
+
 class TeachingHandler(UsersHandler):
     """UsersHandler whose 412 and 422 name the likely mistake, which deletes without an
     answer when asked to, and which answers a client that takes only problem details
@@ -1948,6 +1939,11 @@ def read_xml_fields(text, resource):
 # Appendix C: the options: a SQLite store (--db), CORS (--cors) and a fake API, which
 # reads the list dialects of front-end libraries too
 # ---------------------------------------------------------------------------------------
+
+import collections
+import itertools
+import random
+import sqlite3
 
 SQL_TYPES = {"string": "TEXT", "integer": "INTEGER", "boolean": "INTEGER", "number": "REAL",
              "json": "TEXT"}  # a json field is kept as its JSON text
@@ -3402,6 +3398,10 @@ def render_per_page(resource, query, total, users, fmt, document=item_document,
 # goes into the page through textContent, never as HTML.
 # ---------------------------------------------------------------------------------------
 
+import base64
+import hashlib
+import html
+
 INDEX_ROUTE = route("/", r"/", {"GET": "get_index"})
 
 
@@ -4531,6 +4531,11 @@ def problem_schema():
 # without them, and change decisions in the core to see both servers follow.
 # ---------------------------------------------------------------------------------------
 
+import email.utils
+import functools
+import struct
+
+
 class FastHandler(EdgeHandler):
     """EdgeHandler with the speed-ups the measurements justify."""
 
@@ -4803,6 +4808,11 @@ def log_date(second):
 # The default server is the core with every appendix: the classes below only list them.
 # PlainServer is the same without the speed-ups of Appendix F; the tests run against both.
 # ---------------------------------------------------------------------------------------
+
+import argparse
+import os
+import signal
+from os import environ
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
