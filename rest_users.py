@@ -48,7 +48,7 @@ it and overriding hooks it leaves; none restates a decision:
  C. SQLiteStore, a table per resource in one file; ReferenceHandler: references between
     resources (check_write, check_delete), nested routes (route_table, list, create,
     given_by_path, route_path) and _embed and _expand (read_related_query, retrieve,
-    document, element); CorsHandler (extra_headers, answer_options), which a route without
+    document, element); CorsHandler (response_fields, answer_options), which a route without
     CORS (/__admin/) never gets; FakeApiHandler: --fail-rate (check_caller), --delay and the
     journal (write_response), /__admin/; --fake-users' people; --load of json-server's
     db.json, whose objects are SingularResources (retrieve_one, update_one,
@@ -472,7 +472,7 @@ class UsersHandler(BaseHTTPRequestHandler):
         """The header fields of a response, besides the Server and Date that every one has."""
         if not self.body_read and not self.close_connection:
             self.leave_unread_body()
-        fields = [("Vary", self.server.vary), *headers, *self.extra_headers()]
+        fields = [("Vary", self.server.vary), *headers]
         if content_type:
             fields.append(("Content-Type", content_type))
         if status not in WITHOUT_BODY:
@@ -480,10 +480,6 @@ class UsersHandler(BaseHTTPRequestHandler):
         if self.close_connection:
             fields.append(("Connection", "close"))
         return fields
-
-    def extra_headers(self):
-        """Header fields an appendix adds to every response (CORS): none here."""
-        return []
 
     def leave_unread_body(self):
         """Close after this answer: an unread body would be read as a request (RFC 9112 §9.3)."""
@@ -2468,15 +2464,15 @@ class CorsHandler(UsersHandler):
     """UsersHandler that lets pages from the --cors origins read its answers (the Fetch
     standard's CORS protocol), and says in the log why a page elsewhere cannot."""
 
-    def extra_headers(self):
-        """The CORS headers, on every answer to an allowed origin, unless the route says
-        it carries none."""
-        if self.route is not None and not self.route.cors:
-            return super().extra_headers()
-        headers = cors_headers(self.server.cors, self.headers)
-        if not headers and self.headers is not None and "Origin" in self.headers:
-            self.note_refused_origin(self.headers.get("Origin"))
-        return super().extra_headers() + headers
+    def response_fields(self, status, body, content_type, headers):
+        """The CORS headers after a response's own, on every answer to an allowed origin,
+        unless the route says it carries none."""
+        if self.route is None or self.route.cors:
+            cors = cors_headers(self.server.cors, self.headers)
+            if not cors and self.headers is not None and "Origin" in self.headers:
+                self.note_refused_origin(self.headers.get("Origin"))
+            headers = list(headers) + cors
+        return super().response_fields(status, body, content_type, headers)
 
     def answer_options(self, found):
         """An OPTIONS from an allowed origin that asks for a method is a preflight: 204 with
