@@ -42,7 +42,7 @@ it and overriding hooks it leaves; none restates a decision:
  A. EdgeHandler: strict framing and the Host check (parse_request, read_head), the 413 and
     100-continue (before_reading_body), drained bodies (leave_unread_body), problems for
     http.server's own errors (send_error), the 408 (handle_one_request); the graceful stop.
- B. TeachingHandler: the 412's likely mistake (precondition_detail), PUT's hint to PATCH
+ B. TeachingHandler: the 412's likely mistake (check_if_match), PUT's hint to PATCH
     (update), Prefer (send_deleted), problem-only clients (negotiate, respond);
     XmlBodyHandler: items sent in XML (body_types, read_fields).
  C. SQLiteStore, a table per resource in one file; ReferenceHandler: references between
@@ -428,12 +428,9 @@ class UsersHandler(BaseHTTPRequestHandler):
         header = self.headers.get("If-Match")
         if header is not None and not etag_matches(header, entity_tag(item, self.format),
                                                    weak=False):
-            raise ApiError(HTTPStatus.PRECONDITION_FAILED, self.precondition_detail(header))
-
-    def precondition_detail(self, header):
-        """What a 412 says (Appendix B names the likely mistake)."""
-        return ("The %s has changed since you read it (If-Match does not name its current "
-                "ETag); GET it again and retry." % self.resource.item)
+            raise ApiError(HTTPStatus.PRECONDITION_FAILED, "The %s has changed since you read "
+                           "it (If-Match does not name its current ETag); GET it again and "
+                           "retry." % self.resource.item)
 
     # -- writing responses -----------------------------------------------------------------
 
@@ -1709,9 +1706,14 @@ class TeachingHandler(UsersHandler):
                                  "changes only the fields it sends." % self.resource.item)
             raise
 
-    def precondition_detail(self, header):
-        """The 412's detail: the likely mistake, if one can be seen."""
-        return if_match_mistake(header, self.format) or super().precondition_detail(header)
+    def check_if_match(self, item):
+        """The 412 names the likely mistake in If-Match, if one can be seen."""
+        try:
+            super().check_if_match(item)
+        except ApiError as error:
+            mistake = if_match_mistake(self.headers.get("If-Match"), self.format)
+            error.detail = mistake or error.detail
+            raise
 
     def negotiate(self):
         """A client that takes no JSON or XML but problem details is served its errors in
