@@ -2426,14 +2426,22 @@ class ReferenceHandler(UsersHandler):
         """A 409 when items refer to this one, naming each resource and how many: nothing
         is lost without being asked (json-server would delete them too)."""
         super().check_delete(item)
-        counts = ["%d %s" % (count, child.item if count == 1 else child.collection)
+        counts = [(child, count)
                   for child, field in referrers(self.resource, self.server.resources)
                   for count in [self.server.stores[child.collection].list(ListQuery(
                       1, 0, ("id",), (Filter(field, "eq", (item.id,)),), None))[0]] if count]
         if counts:
-            raise ApiError(HTTPStatus.CONFLICT, "The %s with id %d is referred to by %s; "
-                           "change or delete them first: nothing was deleted." % (
-                               self.resource.item, item.id, in_words(counts)))
+            raise ApiError(HTTPStatus.CONFLICT, referred_to(self.resource, item.id, counts))
+
+
+def referred_to(resource, item_id, counts):
+    """The 409's detail for an item others refer to, from (resource, count) pairs: "... by
+    1 todo; change or delete it first", "... by 1 todo and 1 note; ... delete them first"."""
+    named = in_words(["%d %s" % (count, child.item if count == 1 else child.collection)
+                      for child, count in counts])
+    them = "it" if sum(count for _, count in counts) == 1 else "them"
+    return ("The %s with id %d is referred to by %s; change or delete %s first: nothing was "
+            "deleted." % (resource.item, item_id, named, them))
 
 
 def nested_routes(parent, resources):

@@ -5754,6 +5754,19 @@ def test_a_409_on_delete_names_every_resource_that_refers_with_its_count():
         stop_server(running)
 
 
+def test_a_409_on_delete_says_them_for_one_item_of_each_of_two_resources():
+    running = start_server(resources=[USERS, TODOS, NOTES_OF_USERS])
+    try:
+        post(running, "/users", {"name": "Ada", "email": "ada@example.com"})
+        post(running, "/users/1/todos", {"title": "One"})
+        post(running, "/users/1/notes", {"text": "A note"})
+        problem = assert_problem(call(running, "DELETE", "/users/1"), 409)
+        assert problem["detail"] == ("The user with id 1 is referred to by 1 todo and 1 note; "
+                                     "change or delete them first: nothing was deleted.")
+    finally:
+        stop_server(running)
+
+
 # -- an optional field with a none, under every operator, on both stores ----------------
 
 NOTES = Resource("notes", [Field("text", "string", required=True), Field("tag", "string"),
@@ -6480,7 +6493,7 @@ def test_a_409_on_delete_counts_one_referring_item_in_the_singular(todos_server)
     post(todos_server, "/users/%d/todos" % user["id"], {"title": "Only one"})
     problem = assert_problem(call(todos_server, "DELETE", "/users/%d" % user["id"]), 409)
     assert problem["detail"] == ("The user with id %d is referred to by 1 todo; change or "
-                                 "delete them first: nothing was deleted." % user["id"])
+                                 "delete it first: nothing was deleted." % user["id"])
 
 
 TOO_LARGE = "is too large: a number must be finite, from about -1.8e308 to 1.8e308"
