@@ -2374,14 +2374,22 @@ class ReferenceHandler(UsersHandler):
         """A 409 when items refer to this one, naming each resource and how many: nothing
         is lost without being asked (json-server would delete them too)."""
         super().check_delete(item)
-        counts = ["%d %s" % (count, child.item if count == 1 else child.collection)
+        counts = [(child, count)
                   for child, field in referrers(self.resource, self.server.resources)
                   for count in [self.server.stores[child.collection].list(ListQuery(
                       1, 0, ("id",), (Filter(field, "eq", (item.id,)),), None))[0]] if count]
         if counts:
-            raise ApiError(HTTPStatus.CONFLICT, "The %s with id %d is referred to by %s; "
-                           "change or delete them first: nothing was deleted." % (
-                               self.resource.item, item.id, in_words(counts)))
+            raise ApiError(HTTPStatus.CONFLICT, referred_to(self.resource, item.id, counts))
+
+
+def referred_to(resource, item_id, counts):
+    """The 409's detail for an item others refer to, from (resource, count) pairs: "... by
+    1 todo; change or delete it first", "... by 1 todo and 1 note; ... delete them first"."""
+    named = in_words(["%d %s" % (count, child.item if count == 1 else child.collection)
+                      for child, count in counts])
+    them = "it" if sum(count for _, count in counts) == 1 else "them"
+    return ("The %s with id %d is referred to by %s; change or delete %s first: nothing was "
+            "deleted." % (resource.item, item_id, named, them))
 
 
 def nested_routes(parent, resources):
@@ -3419,11 +3427,13 @@ class ExplorerHandler(UsersHandler):
         super().route_request()
 
     def explored(self):
-        """The resource the explorer is asked for (/?resource=todos), else the first listed."""
-        listed = [resource for resource in self.server.resources if not resource.singular]
+        """The resource the explorer is asked for (/?resource=profile), else the first
+        collection."""
+        resources = self.server.resources
         asked = dict(parse_qsl(self.path.partition("?")[2])).get("resource")
-        return next((resource for resource in listed if resource.collection == asked),
-                    listed[0] if listed else USERS)
+        return next((resource for resource in resources if resource.collection == asked),
+                    next((resource for resource in resources if not resource.singular),
+                         resources[0]))
 
     def get_index(self):
         """GET /: where to find things, for a client of the API."""
@@ -3455,6 +3465,7 @@ input, select { width: 100%; }
 fieldset { border: 1px solid #ccc; margin-top: 0.5rem; }
 fieldset label { display: inline; font-weight: normal; margin-right: 1rem; }
 fieldset input { width: auto; }
+.whole-row { grid-column: 1 / -1; margin: 0; }
 .grid { display: grid; grid-template-columns: repeat(auto-fit, minmax(12rem, 1fr)); gap: 0 1rem; }
 .buttons { display: flex; flex-wrap: wrap; gap: 0.5rem; margin-top: 0.8rem; }
 button { cursor: pointer; border: 1px solid #1d4f91; background: #e8f0fb; color: #0b2d5c; border-radius: 4px; }
@@ -3477,16 +3488,23 @@ const byId = (id) => document.getElementById(id);
 const settings = { apiKey: "", format: "json" };  // the key lives only in this variable
 // An item's fields, in order, from the form's inputs: the page's HTML names them (from the
 // resource's declaration), so this script, and so its hash in the policy, is the same for any.
-// The resource the page is for is named by its HTML too: its path (/users) and item (user).
-let FIELD_NAMES, PATH, ITEM, ITEMS, CAPITAL;
+// The resource the page is for is named by its HTML too: its path (/users), item (user) and
+// an item's path (/users/{id}; a singular resource's, /profile, has no id: one item, no list).
+let FIELD_NAMES, PATH, ITEM, ITEMS, ITEM_PATH, HAS_IDS;
 function readResource() {
   FIELD_NAMES = Array.from(document.querySelectorAll("[data-field]"), (input) => input.dataset.field);
   PATH = document.querySelector("main").dataset.path;
   ITEM = document.querySelector("main").dataset.item;
   ITEMS = PATH.slice(1);
-  CAPITAL = ITEM.charAt(0).toUpperCase() + ITEM.slice(1);
+  ITEM_PATH = document.querySelector("main").dataset.itemPath;
+  HAS_IDS = ITEM_PATH.includes("{id}");
 }
 readResource();
+
+function named(id, capital) {  // "user 1", or a singular resource's "the profile"
+  const name = HAS_IDS ? ITEM + " " + id : "the " + ITEM;
+  return capital ? name.charAt(0).toUpperCase() + name.slice(1) : name;
+}
 
 const notes = () => ({
   POST: "POST asks the collection to create a member: 201 Created, and Location says where it is.",
@@ -3494,7 +3512,8 @@ const notes = () => ({
   PUT: "PUT replaces the whole " + ITEM + ". If-Match carries the ETag we read: a stale one gets 412.",
   PATCH: "PATCH changes only the fields sent (a merge patch); If-Match guards it too.",
   DELETE: "DELETE removes the " + ITEM + ": 200 OK, with the " + ITEM + " as it was. A GET after it would get 404.",
-  OPEN: "GET reads the " + ITEM + " into the form; its ETag is kept, and Replace, Change and Delete send it as If-Match.",
+  OPEN: "GET reads the " + ITEM + " into the form; its ETag is kept, and " +
+    (HAS_IDS ? "Replace, Change and Delete" : "Replace and Change") + " send it as If-Match.",
   GONE: "GET after the DELETE: 404 Not Found, as problem details. The " + ITEM + " is gone.",
   SUMMARY: "That was the life of a resource: POST created it at the address in Location (201), " +
     "GET read it with its ETag (200), PUT replaced it and PATCH changed part of it, each sending " +
@@ -3608,22 +3627,24 @@ async function listUsers(path, quiet, tourStep) {
   const query = new URLSearchParams();
   const filters = Array.from(document.querySelectorAll("[id^=filter-]"), (input) => [input.id.slice(7), input.id]);
   for (const [name, id] of [["sort", "sort"], ...filters, ["q", "search"], ["limit", "limit"]]) {
-    if (byId(id).value) query.set(name, byId(id).value);
+    if (byId(id) && byId(id).value) query.set(name, byId(id).value);  // a singular resource's page has none
   }
-  const { response, text } = await exchange("GET", path || PATH + "?" + query, { note: "GET " + PATH + " lists a page of " + ITEMS + ".", quiet, tourStep });
+  const note = HAS_IDS ? "GET " + PATH + " lists a page of " + ITEMS + "." : notes().GET;
+  const { response, text } = await exchange("GET", path || PATH + (String(query) ? "?" + query : ""), { note, quiet, tourStep });
   const rows = byId("rows");
   rows.replaceChildren();
   byId("pages").replaceChildren();
   if (!response.ok) return;
   const total = response.headers.get("X-Total-Count");
-  byId("total").textContent = total + (total === "1" ? " " + ITEM + " matches" : " " + ITEMS + " match") + " (X-Total-Count).";
+  if (HAS_IDS) byId("total").textContent = total + (total === "1" ? " " + ITEM + " matches" : " " + ITEMS + " match") + " (X-Total-Count).";
   for (const user of readUsers(text, response.headers.get("Content-Type"))) {
     const row = element("tr");
-    row.append(element("td", String(user.id)), ...FIELD_NAMES.map((name) => element("td", shown(user[name]))));
+    if (HAS_IDS) row.append(element("td", String(user.id)));
+    row.append(...FIELD_NAMES.map((name) => element("td", shown(user[name]))));
     const actions = element("td");
     const edit = element("button", "Edit");
     edit.type = "button";
-    edit.addEventListener("click", () => openUser(String(user.id)));
+    edit.addEventListener("click", () => openUser(HAS_IDS ? String(user.id) : ""));
     actions.append(edit);
     row.append(actions);
     rows.append(row);
@@ -3656,13 +3677,13 @@ function sayAtId(text) {
 }
 
 async function openUser(id) {
-  const { response, text } = await exchange("GET", PATH + "/" + id, { note: notes().OPEN });
+  const { response, text } = await exchange("GET", ITEM_PATH.replace("{id}", id), { note: notes().OPEN });
   if (!response.ok) return;
   const [user] = readUsers(text, response.headers.get("Content-Type"));
-  opened = { id: String(user.id), tag: response.headers.get("ETag"), format: settings.format };
-  byId("user-id").value = user.id;
+  opened = { id: HAS_IDS ? String(user.id) : "", tag: response.headers.get("ETag"), format: settings.format };
+  if (HAS_IDS) byId("user-id").value = user.id;
   for (const name of FIELD_NAMES) byId("user-" + name).value = shown(user[name]) ?? "";  // none: null, or no element
-  sayAtId(CAPITAL + " " + user.id + " is open at ETag " + opened.tag + ".");
+  sayAtId(named(opened.id, true) + " is open at ETag " + opened.tag + ".");
   byId("user-" + FIELD_NAMES[0]).focus();
 }
 
@@ -3674,7 +3695,7 @@ function explainStale(item) {  // a 412: what happened, and a way on
     : "Nothing was written: the " + ITEM + " was opened in " + opened.format.toUpperCase() + ", and a " +
       settings.format.toUpperCase() + " request needs the " + settings.format.toUpperCase() +
       " ETag. Reload it to get that one, then save again."));
-  const reload = element("button", "Reload " + ITEM + " " + opened.id + " (GET)");
+  const reload = element("button", "Reload " + named(opened.id) + " (GET)");
   reload.type = "button";
   reload.id = "reload-user";
   reload.addEventListener("click", () => openUser(opened.id));
@@ -3687,19 +3708,24 @@ async function write(method) {
     if (created.response.ok) await listUsers(undefined, true);
     return;  // an error stays in view: no list is read after it
   }
-  const id = byId("user-id").value.trim();
-  if (!id || id !== opened.id) {  // a write sends the ETag its user was opened with
+  if (!HAS_IDS && !opened.tag) {  // the one item has no id to enter, but is opened all the same
+    sayAtId("Open " + named("") + " for editing first (GET): its ETag goes into If-Match.");
+    byId("open-user").focus();
+    return;
+  }
+  const id = HAS_IDS ? byId("user-id").value.trim() : "";
+  if (HAS_IDS && (!id || id !== opened.id)) {  // a write sends the ETag its user was opened with
     sayAtId(id ? "Open " + ITEM + " " + id + " first: its ETag goes into If-Match."
                : "Enter the id of " + (/^[aeio]/.test(ITEM) ? "an " : "a ") + ITEM + ", or press Edit in the list, to open it first.");
     byId("user-id").focus();
     return;
   }
   const body = method === "DELETE" ? undefined : userBody(formFields(method === "PATCH"), method === "PATCH");
-  const { response, item } = await exchange(method, PATH + "/" + id, { body, ifMatch: opened.tag, note: notes()[method] });
+  const { response, item } = await exchange(method, ITEM_PATH.replace("{id}", id), { body, ifMatch: opened.tag, note: notes()[method] });
   if (response.status === 412) explainStale(item);
   if (!response.ok) return;
   opened.tag = response.headers.get("ETag");  // the new version's: the next write sends it
-  sayAtId(method === "DELETE" ? CAPITAL + " " + id + " is deleted." : CAPITAL + " " + id + " is open at ETag " + opened.tag + ".");
+  sayAtId(named(id, true) + (method === "DELETE" ? " is deleted." : " is open at ETag " + opened.tag + "."));
   await listUsers(undefined, true);
 }
 
@@ -3732,12 +3758,12 @@ for (const radio of document.querySelectorAll("input[name=format]")) {
 }
 function bind() {  // the list's and the form's controls: again when another resource's take their place
   byId("list-form").addEventListener("submit", (event) => { event.preventDefault(); listUsers(); });
-  for (const method of ["POST", "PUT", "PATCH", "DELETE"]) {
-    byId("send-" + method).addEventListener("click", () => write(method));
+  for (const button of document.querySelectorAll("[id^=send-]")) {  // the writes the resource takes
+    button.addEventListener("click", () => write(button.id.slice(5)));
   }
   byId("open-user").addEventListener("click", () => {
-    const id = byId("user-id").value.trim();
-    if (id) openUser(id); else { sayAtId("Enter the id of the " + ITEM + " to open."); byId("user-id").focus(); }
+    const id = HAS_IDS ? byId("user-id").value.trim() : "";
+    if (id || !HAS_IDS) openUser(id); else { sayAtId("Enter the id of the " + ITEM + " to open."); byId("user-id").focus(); }
   });
 }
 
@@ -3782,9 +3808,9 @@ EXPLORER_PAGE = """<!doctype html>
 <p>Every button sends a real HTTP request to this service, and the whole exchange appears under
 <a href="#exchanges">Exchanges</a>: the request line, headers and body, then the status line,
 headers and body of the answer. The API is described in <a href="/openapi.json">/openapi.json</a>.</p>
-<p id="store">{Items} are kept in {kept_in}.</p>
+<p id="store">{are_kept} in {kept_in}.</p>
 </header>
-<main data-path="{path}" data-item="{item}">
+<main data-path="{path}" data-item="{item}" data-item-path="{item_path}">
 <section aria-labelledby="settings-title">
 <h2 id="settings-title">Settings</h2>
 <label for="api-key">API key (sent as Authorization: Bearer; kept only in this page's memory)</label>
@@ -3797,32 +3823,21 @@ headers and body of the answer. The API is described in <a href="/openapi.json">
 </section>
 <section aria-labelledby="list-title">
 <h2 id="list-title">{Items}</h2>
-<form id="list-form" class="grid">
-<div><label for="sort">Sort by</label><select id="sort">
-{sort_options}</select></div>
-{filters}
-<div><label for="search">Search (q)</label><input id="search" type="search" placeholder="{search_hint}"></div>
-<div><label for="limit">{Items} per page</label><input id="limit" type="number" min="1" max="{max_limit}" value="10"></div>
-<div class="buttons"><button type="submit">List {items}</button></div>
-</form>
+{list_form}
 <p id="total" aria-live="polite"></p>
-<table><thead><tr><th scope="col">id</th>{columns}<th scope="col">action</th></tr></thead>
+<table><thead><tr>{columns}<th scope="col">action</th></tr></thead>
 <tbody id="rows"></tbody></table>
 <nav id="pages" class="buttons" aria-label="Pages (from the Link header)"></nav>
 </section>
 <section aria-labelledby="edit-title">
-<h2 id="edit-title">Create, change or delete {an_item}</h2>
+<h2 id="edit-title">{edit_title}</h2>
 <div class="grid">
-<div><label for="user-id">id (for PUT, PATCH, DELETE)</label><input id="user-id" inputmode="numeric" aria-describedby="user-id-note">
-<p id="user-id-note" class="hint" aria-live="polite"></p></div>
+{id_input}
 {user_inputs}
 </div>
 <div class="buttons">
 <button id="open-user" type="button">Open for editing (GET)</button>
-<button id="send-POST" type="button">Create (POST)</button>
-<button id="send-PUT" type="button">Replace (PUT)</button>
-<button id="send-PATCH" type="button">Change filled fields (PATCH)</button>
-<button id="send-DELETE" type="button">Delete (DELETE)</button>
+{write_buttons}
 </div>
 </section>
 <section aria-labelledby="exchanges-title">
@@ -3865,24 +3880,65 @@ def user_input(field):
 
 TOUR_BUTTON = ('<div class="buttons"><button id="tour-button" type="button">Take the guided tour '
                '(POST, GET, PUT, PATCH, DELETE)</button></div>')
+LIST_FORM = """<form id="list-form" class="grid">
+<div><label for="sort">Sort by</label><select id="sort">
+{sort_options}</select></div>
+{filters}
+<div><label for="search">Search (q)</label><input id="search" type="search" placeholder="{search_hint}"></div>
+<div><label for="limit">{Items} per page</label><input id="limit" type="number" min="1" max="{max_limit}" value="10"></div>
+<div class="buttons"><button type="submit">List {items}</button></div>
+</form>"""
+READ_FORM = """<p>The {item} is one item at {path}, with no id and no list, as json-server
+serves an object in db.json: it is read (GET), replaced (PUT) and changed (PATCH), never
+created or deleted.</p>
+<form id="list-form"><div class="buttons"><button type="submit">Read the {item} (GET)</button></div></form>"""
+ID_INPUT = """<div><label for="user-id">id (for PUT, PATCH, DELETE)</label><input id="user-id" inputmode="numeric" aria-describedby="user-id-note">
+<p id="user-id-note" class="hint" aria-live="polite"></p></div>"""
+OPEN_NOTE = '<p id="user-id-note" class="hint whole-row" aria-live="polite"></p>'  # no id field
+WRITE_BUTTONS = (("POST", "Create (POST)"), ("PUT", "Replace (PUT)"),
+                 ("PATCH", "Change filled fields (PATCH)"), ("DELETE", "Delete (DELETE)"))
+
+
+def write_buttons(resource):
+    """A button for each write the resource's routes take: a singular one has no POST or
+    DELETE."""
+    verbs = {verb for found in resource.routes for verb in found.actions}
+    return "\n".join('<button id="send-%s" type="button">%s</button>' % (verb, words)
+                     for verb, words in WRITE_BUTTONS if verb in verbs)
+
+
+def item_path(resource):
+    """Where the resource's items are replaced, as its routes say: /users/{id}, /profile."""
+    return next(found.path for found in resource.routes if "PUT" in found.actions)
+
+
+def resource_parts(resource):
+    """The page's parts that a collection and a singular resource have in their own ways:
+    its list (or the read of its one item), its id, and what its store sentence says."""
+    if resource.singular:
+        return (("list_form", READ_FORM), ("id_input", OPEN_NOTE),
+                ("edit_title", "Change the {item}"), ("are_kept", "The {item} is kept"))
+    return (("list_form", LIST_FORM), ("id_input", ID_INPUT),
+            ("edit_title", "Create, change or delete {an_item}"), ("are_kept", "{Items} are kept"))
 
 
 def explorer_template(resource, resources):
     """The page for a resource, with the parts that name its fields built from its
     declaration, and the style and script; only {kept_in} is left. The tour is of users."""
     searched = " or ".join(resource.searched)
-    listed = [other for other in resources if not other.singular]
-    links = "" if len(listed) < 2 else '\n<nav class="buttons" aria-label="Resources">%s</nav>' % (
+    links = "" if len(resources) < 2 else '\n<nav class="buttons" aria-label="Resources">%s</nav>' % (
         "".join('<button type="button" data-resource="{0}">{0}</button>'.format(
-            html.escape(other.collection)) for other in listed))
-    parts = (
+            html.escape(other.collection)) for other in resources))
+    parts = resource_parts(resource) + (  # first: they hold the parts below
         ("sort_options", "".join(map(sort_option, resource.sort_keys))),
         ("filters", "\n".join(filter_input(field) for field in resource.fields
                                if field.name in resource.sorted_by)),  # json: no filter
         ("search_hint", "text in a " + searched),
         ("columns", "".join('<th scope="col">%s</th>' % html.escape(name)
-                            for name in resource.field_names)),
+                            for name in resource.columns)),  # a singular one: no id
         ("user_inputs", "\n".join(map(user_input, resource.fields))),
+        ("write_buttons", write_buttons(resource)),
+        ("item_path", html.escape(item_path(resource))),
         ("resource_links", links), ("tour_button", TOUR_BUTTON if {"name", "email"} <= set(
             resource.field_names) else ""),
         ("Items", html.escape(resource.collection.capitalize())),

@@ -5769,6 +5769,19 @@ def test_a_409_on_delete_names_every_resource_that_refers_with_its_count():
         stop_server(running)
 
 
+def test_a_409_on_delete_says_them_for_one_item_of_each_of_two_resources():
+    running = start_server(resources=[USERS, TODOS, NOTES_OF_USERS])
+    try:
+        post(running, "/users", {"name": "Ada", "email": "ada@example.com"})
+        post(running, "/users/1/todos", {"title": "One"})
+        post(running, "/users/1/notes", {"text": "A note"})
+        problem = assert_problem(call(running, "DELETE", "/users/1"), 409)
+        assert problem["detail"] == ("The user with id 1 is referred to by 1 todo and 1 note; "
+                                     "change or delete them first: nothing was deleted.")
+    finally:
+        stop_server(running)
+
+
 # -- an optional field with a none, under every operator, on both stores ----------------
 
 NOTES = Resource("notes", [Field("text", "string", required=True), Field("tag", "string"),
@@ -6442,18 +6455,23 @@ def test_the_explorers_filters_leave_out_a_json_field_the_list_cannot_filter():
     finally:
         stop_server(running)
 
+def choose_resource(browser, name):
+    """Choose a resource on the explorer, by whatever offers the choice (a link, a button, a
+    select's option) with its name."""
+    browser.run(
+        "(() => { const choice = [...document.querySelectorAll('a, button, option')].find("
+        "c => [%s, '/' + %s].includes((c.value || c.textContent).trim().toLowerCase()));"
+        " if (choice.tagName === 'OPTION') { choice.selected = true; choice.parentElement"
+        ".dispatchEvent(new Event('change', {bubbles: true})); } else { choice.click(); }"
+        " })()" % (json.dumps(name), json.dumps(name)))
+
+
 def test_the_explorer_offers_todos(browser):
     running = start_server(resources=BOTH)
     try:
         post(running, "/todos", {"title": "Buy milk"})
         browser.open("http://127.0.0.1:%d/" % running.server_address[1])
-        # whatever offers the choice of resource (a link, a button, a select's option)
-        browser.run(
-            "(() => { const choice = [...document.querySelectorAll('a, button, option')].find("
-            "c => ['todos', '/todos'].includes((c.value || c.textContent).trim().toLowerCase()));"
-            " if (choice.tagName === 'OPTION') { choice.selected = true; choice.parentElement"
-            ".dispatchEvent(new Event('change', {bubbles: true})); } else { choice.click(); }"
-            " })()")
+        choose_resource(browser, "todos")
         browser.wait_for("[...document.querySelectorAll('#rows td')].some("
                          "td => td.textContent === 'Buy milk')")
         # the form has a labelled input per field: type a title, and create the todo
@@ -6469,6 +6487,71 @@ def test_the_explorer_offers_todos(browser):
         stop_server(running)
     assert "POST /todos HTTP/1.1" in shown and "location: /todos/2" in shown.lower()
     assert todos == [todo(1, "Buy milk"), todo(2, "Walk the dog")]
+
+
+PROFILE_DB_JSON = {"profile": {"name": "typicode"}}  # a singular resource, beside users
+
+
+def test_the_explorer_offers_a_singular_resource_with_no_list_create_or_delete(tmp_path):
+    running = start_server(load=write_db_json(tmp_path, PROFILE_DB_JSON))
+    try:
+        home = call(running, "GET", "/", headers={"Accept": BROWSER_ACCEPT}).text()
+        page = call(running, "GET", "/?resource=profile", headers={"Accept": BROWSER_ACCEPT})
+    finally:
+        stop_server(running)
+    assert re.findall(r'data-resource="(\w+)"', home) == ["users", "profile"]
+    assert page.status == 200
+    assert page.headers["Content-Security-Policy"] == rest_users.EXPLORER_CSP
+    text = page.text()
+    assert re.search(r"<title>Profile API explorer</title>", text)
+    assert re.findall(r'<th scope="col">([^<]*)</th>', text) == ["name", "action"]  # no id
+    assert re.findall(r'<button id="([\w-]+)"', text) == ["open-user", "send-PUT", "send-PATCH"]
+    assert re.findall(r'<(?:input|select) id="([\w-]+)"', text) == ["api-key", "user-name"]
+    assert '<label for="user-name">name</label>' in text  # no id, no filter, sort or page
+
+
+def test_the_explorer_shows_a_singular_resource_and_patches_it_with_if_match(
+        browser, capsys, tmp_path):
+    running = start_server(load=write_db_json(tmp_path, PROFILE_DB_JSON), quiet=False)
+    try:
+        browser.open("http://127.0.0.1:%d/" % running.server_address[1])
+        browser.wait_for("document.getElementById('total').textContent !== ''")  # users
+        choose_resource(browser, "profile")
+        browser.wait_for("[...document.querySelectorAll('#rows td')].some("
+                         "td => td.textContent === 'typicode')")
+        read = browser.run(LAST_EXCHANGE + ".textContent")
+        assert read.startswith("GET reads a resource and changes nothing; its ETag names the "
+                               "version you got.GET /profile HTTP/1.1"), read
+        assert 'etag: "1-json"' in read and read.endswith('{"name": "typicode"}')
+        assert browser.run("[...document.querySelectorAll('th')].map(th => th.textContent)"
+                           ) == ["name", "action"]
+        assert browser.run("document.getElementById('send-POST') === null && "
+                           "document.getElementById('send-DELETE') === null")
+        assert browser.run("document.getElementById('total').textContent") == ""
+        capsys.readouterr()  # from here on: what the person does
+        browser.run("document.getElementById('send-PATCH').click()")  # not opened yet
+        assert browser.run("document.getElementById('user-id-note').textContent") == (
+            "Open the profile for editing first (GET): its ETag goes into If-Match.")
+        browser.run("document.querySelector('#rows button').click()")  # Edit
+        browser.wait_for("document.getElementById('user-name').value === 'typicode'")
+        assert browser.run("document.getElementById('user-id-note').textContent") == (
+            'The profile is open at ETag "1-json".')
+        browser.run("document.getElementById('user-name').value = 'Ada';"
+                    "document.getElementById('send-PATCH').click()")
+        browser.wait_for("[...document.querySelectorAll('#rows td')].some("
+                         "td => td.textContent === 'Ada')")
+        patched = browser.run("[...document.querySelectorAll('#exchanges > li')].find(li => li"
+                              ".querySelector('pre').textContent.startsWith('PATCH')).textContent")
+        assert requests_logged(capsys.readouterr().err) == [
+            "GET /profile", "PATCH /profile", "GET /profile"]  # open, write, show
+        assert browser.run("document.getElementById('user-id-note').textContent") == (
+            'The profile is open at ETag "2-json".')
+        assert call(running, "GET", "/profile").json() == {"name": "Ada"}
+    finally:
+        stop_server(running)
+    assert "PATCH /profile HTTP/1.1" in patched and 'If-Match: "1-json"' in patched
+    assert "Content-Type: application/merge-patch+json" in patched
+    assert 'HTTP/1.1 200 OK' in patched and patched.endswith('{"name": "Ada"}')
 
 
 # -- messages: each names the resource it is about ---------------------------------------
@@ -6495,7 +6578,7 @@ def test_a_409_on_delete_counts_one_referring_item_in_the_singular(todos_server)
     post(todos_server, "/users/%d/todos" % user["id"], {"title": "Only one"})
     problem = assert_problem(call(todos_server, "DELETE", "/users/%d" % user["id"]), 409)
     assert problem["detail"] == ("The user with id %d is referred to by 1 todo; change or "
-                                 "delete them first: nothing was deleted." % user["id"])
+                                 "delete it first: nothing was deleted." % user["id"])
 
 
 TOO_LARGE = "is too large: a number must be finite, from about -1.8e308 to 1.8e308"
