@@ -1832,6 +1832,8 @@ class XmlBodyHandler(UsersHandler):
 
 
 NESTED = XmlValue("an element with child elements")
+
+
 class ItemXmlReader:
     """Collects (field, value) pairs from <user><name>..</name><email>..</email></user> as
     expat parses. A DOCTYPE is refused the moment it starts, before any entity can be
