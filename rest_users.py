@@ -1933,8 +1933,6 @@ def read_xml_fields(text, resource):
     return reader.pairs
 
 
-
-
 # ---------------------------------------------------------------------------------------
 # Appendix C: the options: a SQLite store (--db), CORS (--cors) and a fake API, which
 # reads the list dialects of front-end libraries too
