@@ -1065,7 +1065,7 @@ def plain_json(value):
 
 
 class XmlValue:
-    """The value of an XML field element that its field's type cannot read: never valid."""
+    """Text its field's type cannot read (an XML field element's, a filter's): never valid."""
 
     def __init__(self, description):
         self.description = description
@@ -1078,8 +1078,8 @@ JSON_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?")
 
 
 def xml_typed(field, text):
-    """A field element's text as its field's type reads it (XML is all text: <done>true</done>
-    spells the boolean); text a type cannot read is an XmlValue, a 422 for that field."""
+    """Text as its field's type reads it, as XML elements and filters spell values
+    (<done>true</done>, ?done=true); text the type cannot read is an XmlValue, never valid."""
     kind = "string" if field is None else field.type
     number = JSON_NUMBER.fullmatch(text)
     if kind in ("string", "json"):
