@@ -554,8 +554,8 @@ WHITE_SPACE = re.compile(r"\s")  # the characters str.isspace() takes
 
 def caseless_key(text):
     """Text as a caseless field compares it (an email): ASCII letters folded to lower case,
-    as SQLite's NOCASE folds them."""
-    return text.translate(ASCII_LOWERCASE)
+    as SQLite's NOCASE folds them; text in lower case already is its own key, kept once."""
+    return text if text.lower() == text else text.translate(ASCII_LOWERCASE)
 
 
 def printable(text):
@@ -799,8 +799,7 @@ def validate(resource, pairs, *, path_id=None, partial=False, given=None):
     lists every bad field. PUT and PATCH pass the path's id; `partial` (PATCH) leaves the
     fields not given as they are, where a whole item (POST, PUT) has them none or default.
     `given`: the fields a nested POST's path gives, which its body may leave out."""
-    given = given or {}
-    fields, errors, seen = {}, [], set()
+    fields, errors, seen, given = {}, [], set(), given or {}
     for name, value in pairs:
         problem = ("is given more than once" if name in seen
                    else check_field(resource, name, value, path_id, given))
@@ -809,8 +808,9 @@ def validate(resource, pairs, *, path_id=None, partial=False, given=None):
         elif name != "id":
             fields[name] = plain_json(value) if name in resource.described else value
         seen.add(name)
-    fields.update((name, given[name]) for name in given.keys() - seen)  # the path's, if left out
-    seen.update(given)
+    if given:  # the path's fields, if the body left them out
+        fields.update((name, given[name]) for name in given.keys() - seen)
+        seen.update(given)
     if not partial:
         errors += [(field.name, "is required") for field in resource.fields
                    if field.required and field.name not in seen]
@@ -2316,21 +2316,21 @@ class ReferenceHandler(UsersHandler):
 
     def list(self, parent_id=None):
         """Under a parent (/users/1/todos), the items that refer to it; 404 if it is none."""
-        self.check_parent(parent_id)
+        if parent_id is not None:  # a nested route's: the others have no parent to check
+            self.check_parent(parent_id)
         super().list()
 
     def create(self, parent_id=None):
         """Under a parent (/users/1/todos), an item that refers to it; 404 if it is none."""
-        self.check_parent(parent_id)
+        if parent_id is not None:
+            self.check_parent(parent_id)
         super().create()
 
     def check_parent(self, parent_id):
         """The 404 for a nested route under an item that does not exist."""
-        self.parent_id = parent_id
-        if parent_id is not None:
-            parent = self.route.parent[0]
-            if self.server.stores[parent.collection].get(parent_id) is None:
-                raise NotFound(parent, parent_id)
+        self.parent_id, parent = parent_id, self.route.parent[0]
+        if self.server.stores[parent.collection].get(parent_id) is None:
+            raise NotFound(parent, parent_id)
 
     def given_by_path(self):
         """A nested route's path gives the field that refers to the parent: userId."""
@@ -2413,6 +2413,8 @@ class ReferenceHandler(UsersHandler):
     def check_write(self, item):
         """A 422 for each field whose reference names no item (the store holds its lock)."""
         super().check_write(item)
+        if not self.resource.references:  # the declaration says it refers to nothing
+            return
         errors = [(field.name, "there is no %s with id %s" % (referred.item, value))
                   for field, referred, value in references_of(self.resource, item,
                                                               self.server.resources)
