@@ -1796,6 +1796,26 @@ def test_two_host_headers_are_400(server):
     assert problem["detail"] == "An HTTP/1.1 request needs one Host header (RFC 9112 §3.2)."
 
 
+def test_the_same_header_line_sent_twice_is_two_fields(server):
+    # the default server keeps the header lines that passed its checks: each still counts
+    alone = b"GET /users HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+    assert raw(server, alone).startswith(b"HTTP/1.1 200 OK\r\n")
+    reply = raw(server, alone.replace(b"Host: localhost\r\n", b"Host: localhost\r\n" * 2))
+    assert reply.startswith(b"HTTP/1.1 400 Bad Request\r\n")
+    problem = json.loads(reply.split(b"\r\n\r\n", 1)[1])
+    assert problem["detail"] == "An HTTP/1.1 request needs one Host header (RFC 9112 §3.2)."
+
+
+def test_a_header_line_that_passed_before_is_refused_when_a_folded_line_follows(server):
+    head = b"GET /users HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\nX-Seen: %d\r\n" % (
+        next(numbers))
+    assert raw(server, head + b"\r\n").startswith(b"HTTP/1.1 200 OK\r\n")
+    reply = raw(server, head + b" folded\r\n\r\n")
+    assert reply.startswith(b"HTTP/1.1 400 Bad Request\r\n")
+    problem = json.loads(reply.split(b"\r\n\r\n", 1)[1])
+    assert problem["detail"] == "The header X-Seen is malformed or folded."
+
+
 def test_an_http_1_0_request_needs_no_host(server):
     assert raw(server, b"GET /users HTTP/1.0\r\n\r\n").startswith(b"HTTP/1.1 200 OK\r\n")
 
