@@ -13,10 +13,6 @@ The resource (the README walks through it with curl):
     PATCH  /users/{id}   change some fields (JSON merge patch, RFC 7396, or partial XML)
     DELETE /users/{id}   delete it: 200 with the user as it was
 
-Users are one resource, declared in USERS: its collection, its item and its fields. Any
-other is declared the same way (Resource("todos", [Field("title", required=True), ...]))
-and gets every route above, both formats, both stores and every check, with no other edit.
-
 Up to the banner "Appendices: you can stop reading here" this file is the whole service
 in plain Python, and runs on its own: UsersServer(("127.0.0.1", 8000), MemoryStore()).
 serve_forever(). A request travels through it so:
@@ -34,32 +30,29 @@ serve_forever(). A request travels through it so:
  4. respond sends the answer, in JSON or XML (render_item), with write_response. What goes
     wrong on the way raises ApiError, which handle_api_request answers as an RFC 9457 problem.
 
-Every decision is made once, here: a resource's fields in its declaration, the routes in
-resource_routes, each rule and message in one function. To add a field to users, write its
-check and add its Field (with a fake value for --fake-users): every format, store, filter,
-the API description and the explorer follow. Each appendix adds to the core by subclassing
-it and overriding hooks it leaves; none restates a decision:
+Every decision is made once, here: a resource's fields in its declaration (USERS; any
+other resource is declared the same way, Resource("todos", [Field("title"), ...]), and gets
+every route, format, store and check), the routes in resource_routes, each rule and message
+in one function. Each appendix adds to the core by subclassing it and overriding hooks it
+leaves; none restates a decision:
  A. EdgeHandler: strict framing and the Host check (parse_request, read_head), the 413 and
     100-continue (before_reading_body), drained bodies (leave_unread_body), problems for
     http.server's own errors (send_error), the 408 (handle_one_request); the graceful stop.
  B. TeachingHandler: the 412's likely mistake (check_if_match), PUT's hint to PATCH
     (update), Prefer (send_deleted), problem-only clients (negotiate, respond);
     XmlBodyHandler: items sent in XML (body_types, read_fields).
- C. SQLiteStore, a table per resource in one file; ReferenceHandler: references between
-    resources (check_write, check_delete), nested routes (route_table, list, create,
-    given_by_path, route_path) and _embed and _expand (read_related_query, retrieve,
-    document, element); CorsHandler (response_fields, answer_options), which a route without
-    CORS (/__admin/) never gets; FakeApiHandler: --fail-rate (check_caller), --delay and the
-    journal (write_response), /__admin/; --fake-users' people; --load of json-server's
-    db.json, whose objects are SingularResources (retrieve_one, update_one,
-    partial_update_one); DialectHandler: the dialects of front-end libraries
+ C. SQLiteStore; ReferenceHandler: references (check_write, check_delete), nested routes
+    (route_table, list, create, given_by_path, route_path), _embed and _expand
+    (read_related_query, retrieve, document, element); CorsHandler (response_fields,
+    answer_options); FakeApiHandler: --fail-rate (check_caller), --delay and the journal
+    (write_response), /__admin/; --fake-users; --load of json-server's db.json, whose
+    objects are SingularResources; DialectHandler: the list dialects of front-end libraries
     (read_list_query, render_page, page_headers).
- D, E. ExplorerHandler (route_request) and OpenApiHandler add / and /openapi.json; the API
-    description is derived from the routes and the resources' fields.
+ D, E. ExplorerHandler (route_request) and OpenApiHandler add / and /openapi.json, derived
+    from the routes and the resources' fields.
  F. FastHandler keeps the core's answers (format_for, render, page) and moves bytes with
     fewer calls (read_head, write_bytes), never deciding anything itself.
- G. PlainHandler composes Appendices A to E as mix-ins and lists the routes they add;
-    DefaultHandler puts F before them.
+ G. PlainHandler composes Appendices A to E; DefaultHandler puts F before them.
 
 Use it to learn, to test and as a fake API. http.server is not a hardened server: put a
 real web server in front of it before the internet.
