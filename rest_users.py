@@ -39,7 +39,7 @@ leaves; none restates a decision:
     100-continue (before_reading_body), drained bodies (leave_unread_body), problems for
     http.server's own errors (send_error), the 408 (handle_one_request); the graceful stop.
  B. TeachingHandler: the 412's likely mistake (check_if_match), PUT's hint to PATCH
-    (update), Prefer (send_deleted), problem-only clients (negotiate, respond);
+    (update), Prefer (destroy), problem-only clients (negotiate, respond);
     XmlBodyHandler: items sent in XML (body_types, read_fields).
  C. SQLiteStore; ReferenceHandler: references (check_write, check_delete), nested routes
     (route_table, list, create, given_by_path, route_path), _embed and _expand
@@ -322,10 +322,7 @@ class UsersHandler(BaseHTTPRequestHandler):
 
     def destroy(self, item_id):
         """DELETE /users/{id}: 200 with the item as it was, and no ETag (RFC 9110 §9.3.5)."""
-        self.send_deleted(self.store.delete(item_id, self.check_delete))
-
-    def send_deleted(self, item):
-        """The answer to a DELETE: the item as it was (Appendix B honours Prefer)."""
+        item = self.store.delete(item_id, self.check_delete)
         self.respond(HTTPStatus.OK, self.render(item), self.format.content_type)
 
     def given_by_path(self):
@@ -1680,12 +1677,13 @@ class TeachingHandler(UsersHandler):
     answer when asked to, and which answers a client that takes only problem details
     (Accept: application/problem+json) in that type."""
 
-    def send_deleted(self, item):
+    def destroy(self, item_id):
         """A client that sends Prefer: return=minimal gets 204 without the item it deleted
         (RFC 7240 §4.2), and says so in Preference-Applied."""
         wanted = preferences(self.headers.get_all("Prefer", [])).get("return", "")
         if wanted.lower() != "minimal":
-            return super().send_deleted(item)
+            return super().destroy(item_id)
+        self.store.delete(item_id, self.check_delete)
         self.respond(HTTPStatus.NO_CONTENT, headers=[("Preference-Applied", "return=minimal")])
 
     def update(self, item_id):
