@@ -604,8 +604,7 @@ class Field:
 
 class Resource:
     """A resource: its collection (the path /users, the list's XML element <users>), its
-    item (<user>, "There is no user with id 9.") and its fields. Everything the service
-    knows of a resource, it reads here."""
+    item (<user>, "There is no user with id 9.") and its fields, which all else reads."""
 
     singular = False  # one item, with no id shown and no list (Appendix C's SingularResource)
 
@@ -634,9 +633,6 @@ class Resource:
                                 + ("q",))  # per field
 
 
-# Everything that knows a user's fields reads them here: validation, both stores and the
-# SQLite schema, JSON and XML, the list's filters and sort keys, the API description and the
-# explorer's form.
 USERS = Resource("users", [
     Field("name", required=True, max_length=MAX_NAME_LENGTH, check=check_name,
           schema={"minLength": 1, "pattern": "^{0}*{1}{0}*$".format(PATTERN_CHARACTER,
