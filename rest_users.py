@@ -30,11 +30,11 @@ serve_forever(). A request travels through it so:
  4. respond sends the answer, in JSON or XML (render_item), with write_response. What goes
     wrong on the way raises ApiError, which handle_api_request answers as an RFC 9457 problem.
 
-Every decision is made once, here: a resource's fields in its declaration (USERS; any
-other resource is declared the same way, Resource("todos", [Field("title"), ...]), and gets
-every route, format, store and check), the routes in resource_routes, each rule and message
-in one function. Each appendix adds to the core by subclassing it and overriding hooks it
-leaves; none restates a decision:
+Every decision is made once, here: a resource's fields in its declaration (USERS; another
+resource is declared the same way, Resource("todos", [Field("title"), ...]), and gets every
+route, format, store and check), the routes in resource_routes, each rule and message in one
+function: to add a field to users, add its Field (and its check) to USERS. Each appendix adds
+to the core by subclassing it and overriding hooks it leaves; none restates a decision:
  A. EdgeHandler: strict framing and the Host check (parse_request, read_head), the 413 and
     100-continue (before_reading_body), drained bodies (leave_unread_body), problems for
     http.server's own errors (send_error), the 408 (handle_one_request); the graceful stop.
