@@ -573,7 +573,8 @@ def check_boolean(value):
 
 TYPE_CHECKS = {"string": check_text, "integer": check_integer, "number": check_number,
                "boolean": check_boolean, "json": lambda value: (  # json: any JSON value
-                   "must be JSON, not " + describe(value) if isinstance(value, XmlValue) else None)}
+                   None if isinstance(value, (type(None), bool, int, float, str, list, dict))
+                   else "must be JSON, not " + describe(value))}  # XML Appendix B cannot read
 
 # The same rules as JSON Schema patterns, for the API description: no control characters
 # or non-characters; a name not only white space (Python's str.isspace() counts U+0085 as
@@ -1040,22 +1041,12 @@ def plain_json(value):
     return value
 
 
-class XmlValue:
-    """Text its field's type cannot read (an XML field element's, a filter's): never valid."""
-
-    def __init__(self, description):
-        self.description = description
-
-    def __str__(self):
-        return self.description
-
-
 JSON_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?")
 
 
 def xml_typed(field, text):
     """Text as its field's type reads it, as XML elements and filters spell values
-    (<done>true</done>, ?done=true); text the type cannot read is an XmlValue, never valid."""
+    (<done>true</done>, ?done=true), or None when the type cannot read it."""
     kind = "string" if field is None else field.type
     number = JSON_NUMBER.fullmatch(text)
     if kind in ("string", "json"):
@@ -1066,7 +1057,7 @@ def xml_typed(field, text):
         return int(text)
     if kind == "number" and number:
         return json.loads(text)
-    return XmlValue("the text %s" % json.dumps(text, ensure_ascii=False))
+    return None
 
 
 def parse_content_type(value):
@@ -1219,7 +1210,7 @@ def query_value(resource, name, field_name, text):
     value = xml_typed(resource.fields_by_name[field_name], text)  # typed as XML text is
     if kind == "number" and type(value) is int and check_number(value):
         value = float(value)  # compared as a number all the same, in either store
-    if isinstance(value, XmlValue) or (kind == "integer" and check_integer(value)):
+    if value is None or (kind == "integer" and check_integer(value)):
         raise bad_query("%s compares %s values: %s, not %s." % (
             printable(name), field_name, QUERY_TYPES[kind], printable(text)))
     return value
@@ -1808,6 +1799,16 @@ class XmlBodyHandler(UsersHandler):
         return super().read_fields(media_type, text)
 
 
+class XmlValue:
+    """What an XML field element holds that its field's type cannot read: never valid."""
+
+    def __init__(self, description):
+        self.description = description
+
+    def __str__(self):
+        return self.description
+
+
 NESTED = XmlValue("an element with child elements")
 
 
@@ -1860,7 +1861,10 @@ class ItemXmlReader:
         text = "".join(self.text)
         if tag == "id":
             return int(text) if ITEM_ID.fullmatch(text) else text  # <id>7</id>: the integer 7
-        return xml_typed(self.resource.fields_by_name.get(tag), text)
+        value = xml_typed(self.resource.fields_by_name.get(tag), text)
+        if value is None:
+            return XmlValue("the text %s" % json.dumps(text, ensure_ascii=False))
+        return value
 
     def characters(self, data):
         """Text inside a field (expat may hand it over in several pieces)."""
@@ -1886,7 +1890,7 @@ def json_from_xml(element):
     if kind == "object":
         return {child.tag: json_from_xml(child) for child in element}
     value = xml_typed(Field("", kind), text) if kind in ("number", "boolean") else text
-    if kind not in (None, "number", "boolean") or isinstance(value, XmlValue) or len(element):
+    if kind not in (None, "number", "boolean") or value is None or len(element):
         raise ValueError("an element of type %s holding %s" % (
             kind or "string", "elements" if len(element) else json.dumps(text)))
     return value
