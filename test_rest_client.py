@@ -5,6 +5,7 @@ headers, other charsets, redirects, a stalled reply) and records what it receive
 end-to-end tests drive rest_users.py itself, from Python and from the command line.
 """
 
+import array
 import base64
 import collections
 import concurrent.futures
@@ -24,6 +25,7 @@ import pty
 import queue
 import re
 import select
+import selectors
 import shlex
 import shutil
 import socket
@@ -3223,12 +3225,15 @@ def run_line(program, line, servers, folder, stdin=b"", env=None):
 
 
 def start_line(program, line, servers, folder, env=None):
-    """Start program with the line's arguments in a folder holding INPUTS."""
+    """Start program (a command, or a ForkServer's client) with the line's arguments in a
+    folder holding INPUTS."""
     os.makedirs(folder, exist_ok=True)
     for name, data in INPUTS.items():
         with open(os.path.join(folder, name), "wb") as file:
             file.write(data)
     reset(servers)
+    if isinstance(program, ForkServer):
+        return program.start(arguments(line, servers), folder, env or environment())
     return subprocess.Popen(program + arguments(line, servers), cwd=folder,
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, env=env or environment())
@@ -3241,6 +3246,104 @@ def finish_line(process, line, servers, folder, stdin=b""):
     files = {name: normal_output(line, data) for name, data in files_in(folder).items()}
     return Transfer(process.returncode, portless(normal_output(line, stdout), servers),
                     portless(files, servers), portless(wire, servers), stderr)
+
+
+# Python's start and its import of http.client are most of a client run's time (80 ms of
+# 100 on CPython 3.6; more on PyPy): the table's runs of the client are forked from a
+# process that imported rest_client once. Each child ends as `python rest_client.py` does,
+# with `sys.exit(main())`, on stdin, stdout and stderr pipes of its own, in its folder, with
+# its environment and arguments; the process it is forked from runs none of the client, so
+# each child starts from a fresh import. The tests of single runs start rest_client.py.
+FORK_SERVER = """import array, json, os, socket, sys
+sys.path.insert(0, sys.argv[1])
+import rest_client
+control = socket.fromfd(int(sys.argv[2]), socket.AF_UNIX, socket.SOCK_SEQPACKET)
+os.close(int(sys.argv[2]))
+while True:
+    fds = array.array("i")
+    message, ancillary, _, _ = control.recvmsg(1 << 20, socket.CMSG_LEN(3 * fds.itemsize))
+    if not message:
+        sys.exit()  # the tests are done
+    for _, _, data in ancillary:
+        fds.frombytes(data)
+    pid = os.fork()
+    if pid == 0:
+        break
+    for fd in fds:
+        os.close(fd)
+    status = os.waitpid(pid, 0)[1]
+    control.send(b"%d" % (-os.WTERMSIG(status) if os.WIFSIGNALED(status) else
+                          os.WEXITSTATUS(status)))
+control.close()
+for number, fd in enumerate(fds):  # stdin, stdout, stderr
+    os.dup2(fd, number)
+    os.close(fd)
+run = json.loads(message.decode())
+os.chdir(run["cwd"])
+os.environ.clear()
+os.environ.update(run["env"])
+sys.argv = run["argv"]
+sys.exit(rest_client.main())
+"""
+
+
+class ForkServer:
+    """A process that imported rest_client, forking a child for each run of the client:
+    one run at a time. Its own stdin, stdout and stderr are pipes, as a run's are."""
+
+    def __init__(self):
+        self.control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", FORK_SERVER, HERE, str(theirs.fileno())],
+            pass_fds=[theirs.fileno()], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, env=environment())
+        theirs.close()
+
+    def start(self, args, folder, env):
+        """Run the client with args in folder, with env; a ForkedRun."""
+        stdin, stdout, stderr = os.pipe(), os.pipe(), os.pipe()  # (read end, write end)
+        given = array.array("i", [stdin[0], stdout[1], stderr[1]])
+        run = {"argv": CLIENT[1:] + args, "cwd": folder, "env": env}
+        self.control.sendmsg([json.dumps(run).encode()],
+                             [(socket.SOL_SOCKET, socket.SCM_RIGHTS, given)])
+        for fd in given:
+            os.close(fd)
+        return ForkedRun(self.control, stdin[1], stdout[0], stderr[0])
+
+    def close(self):
+        """End the process (it ends when the control socket closes)."""
+        self.control.close()
+        self.process.communicate(timeout=20)
+
+
+class ForkedRun:
+    """A run of the client forked by a ForkServer: what finish_line uses of a Popen."""
+
+    def __init__(self, control, stdin, stdout, stderr):
+        self.control, self.stdin, self.outputs, self.returncode = (
+            control, stdin, (stdout, stderr), None)
+
+    def communicate(self, input=b"", timeout=None):
+        """Write input (a few bytes: they fit in the pipe) and close stdin, read stdout and
+        stderr to their ends; then the exit status comes."""
+        with open(self.stdin, "wb") as stdin:
+            stdin.write(input)
+        read, deadline = {fd: [] for fd in self.outputs}, time.monotonic() + timeout
+        with selectors.DefaultSelector() as selector:
+            for fd in self.outputs:
+                selector.register(fd, selectors.EVENT_READ)
+            while selector.get_map():
+                ready = selector.select(deadline - time.monotonic())
+                if not ready:
+                    raise subprocess.TimeoutExpired(CLIENT, timeout)
+                for key, _ in ready:
+                    piece = os.read(key.fd, 65536)
+                    read[key.fd].append(piece)
+                    if not piece:
+                        selector.unregister(key.fd)
+                        os.close(key.fd)
+        self.returncode = int(self.control.recv(16))
+        return tuple(b"".join(read[fd]) for fd in self.outputs)
 
 
 def portless(value, servers):
@@ -3478,40 +3581,42 @@ CURL_LINES = lines(
 )
 
 
-WORKERS = 4  # lines run at once: most of a line's time is Python starting up
+WORKERS = 4  # lines run at once
 
 
 @pytest.fixture(scope="module")
 def ran(curl, request, tmp_path_factory):
     """For each table line this session runs, a future of what curl and the client did:
-    WORKERS lines at a time, each on two sets of servers of its own."""
+    WORKERS lines at a time, each on two sets of servers and a ForkServer of its own."""
     chosen = [(item.callspec.params["line"], item.callspec.params["stdin"])
               for item in request.session.items  # in the order the tests will ask
               if getattr(item, "originalname", None) == "test_a_curl_line_does_what_curl_does"]
     free = queue.Queue()
-    for _ in range(WORKERS):
-        free.put((start_servers(), start_servers()))
+    for _ in range(min(WORKERS, len(chosen))):
+        free.put(((start_servers(), start_servers()), ForkServer()))
     folder = tmp_path_factory.mktemp("lines")  # made here: mktemp is not safe in threads
     with concurrent.futures.ThreadPoolExecutor(WORKERS) as pool:
         yield {line: pool.submit(run_beside_curl, curl, line, free, folder / str(number))
                for number, line in enumerate(chosen)}
     while not free.empty():
-        for servers in free.get():
-            stop_servers(servers)
+        servers, forks = free.get()
+        forks.close()
+        for started in servers:
+            stop_servers(started)
 
 
 def run_beside_curl(curl, line, free, folder):
     """Run the line (line, stdin) with curl and with the client at once, in two folders
     under folder; what each did."""
-    (line, stdin), servers = line, free.get()
+    (line, stdin), (servers, forks) = line, free.get()
     try:
         folders = str(folder / "curl"), str(folder / "client")
         started = [start_line(program, line, where, place)
-                   for program, where, place in zip((curl, CLIENT), servers, folders)]
+                   for program, where, place in zip((curl, forks), servers, folders)]
         return [finish_line(process, line, where, place, stdin)
                 for process, where, place in zip(started, servers, folders)]
     finally:
-        free.put(servers)
+        free.put((servers, forks))
 
 
 @pytest.mark.parametrize("line, stdin", CURL_LINES)
