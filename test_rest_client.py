@@ -802,7 +802,8 @@ def hang_up_server():
     server.listener.close()
 
 
-def test_no_reply_is_retried_for_get(hang_up_server):
+def test_no_reply_is_retried_for_get(hang_up_server, monkeypatch):
+    waits_instead_of_sleeping(monkeypatch)  # the back-off: test_without_retry_after_..._backs_off
     resp, err = send(Request("GET", hang_up_server.url), timeout=5, retries=1)
     assert resp is None and err is not None
     assert hang_up_server.accepted == 2
@@ -3585,19 +3586,22 @@ CURL_LINES = lines(
 WORKERS = 4  # lines run at once
 
 
-@pytest.fixture(scope="module")
-def ran(curl, request, tmp_path_factory):
+@pytest.fixture(scope="module", autouse=True)
+def ran(request, tmp_path_factory):
     """For each table line this session runs, a future of what curl and the client did:
-    WORKERS lines at a time, each on two sets of servers and a ForkServer of its own."""
+    WORKERS lines at a time, each on two sets of servers and a ForkServer of its own.
+    Started with the module's first test, so that the lines' processes run while the
+    module's other tests do."""
     chosen = [(item.callspec.params["line"], item.callspec.params["stdin"])
               for item in request.session.items  # in the order the tests will ask
-              if getattr(item, "originalname", None) == "test_a_curl_line_does_what_curl_does"]
+              if getattr(item, "originalname", None) == "test_a_curl_line_does_what_curl_does"
+              and CURL is not None]
     free = queue.Queue()
     for _ in range(min(WORKERS, len(chosen))):
         free.put(((start_servers(), start_servers()), ForkServer()))
     folder = tmp_path_factory.mktemp("lines")  # made here: mktemp is not safe in threads
     with concurrent.futures.ThreadPoolExecutor(WORKERS) as pool:
-        yield {line: pool.submit(run_beside_curl, curl, line, free, folder / str(number))
+        yield {line: pool.submit(run_beside_curl, [CURL], line, free, folder / str(number))
                for number, line in enumerate(chosen)}
     while not free.empty():
         servers, forks = free.get()
@@ -3621,7 +3625,7 @@ def run_beside_curl(curl, line, free, folder):
 
 
 @pytest.mark.parametrize("line, stdin", CURL_LINES)
-def test_a_curl_line_does_what_curl_does(ran, line, stdin):
+def test_a_curl_line_does_what_curl_does(curl, ran, line, stdin):
     """The same exit status, stdout bytes, files and requests on the wire as curl's."""
     by_curl, by_client = ran[line, stdin].result()
     assert by_client.status == by_curl.status
