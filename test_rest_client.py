@@ -3162,12 +3162,19 @@ def start_servers():
     return Servers(here=here, other=other, refused=refused, received=received, unheard=unheard)
 
 
-def stop_servers(servers):
-    """Stop what start_servers started."""
-    for server in (servers.here, servers.other):
-        server.shutdown()
+def stop_servers(*started):
+    """Stop what start_servers started, every server at once: each stops only at its loop's
+    next poll."""
+    servers = [server for each in started for server in (each.here, each.other)]
+    stopping = [threading.Thread(target=server.shutdown) for server in servers]
+    for thread in stopping:
+        thread.start()
+    for thread in stopping:
+        thread.join()
+    for server in servers:
         server.server_close()
-    servers.unheard.close()
+    for each in started:
+        each.unheard.close()
 
 
 Servers = collections.namedtuple("Servers", "here other refused received unheard")
@@ -3603,11 +3610,10 @@ def ran(request, tmp_path_factory):
     with concurrent.futures.ThreadPoolExecutor(WORKERS) as pool:
         yield {line: pool.submit(run_beside_curl, [CURL], line, free, folder / str(number))
                for number, line in enumerate(chosen)}
-    while not free.empty():
-        servers, forks = free.get()
+    workers = [free.get() for _ in range(free.qsize())]
+    for servers, forks in workers:
         forks.close()
-        for started in servers:
-            stop_servers(started)
+    stop_servers(*[started for servers, forks in workers for started in servers])
 
 
 def run_beside_curl(curl, line, free, folder):
