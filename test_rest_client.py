@@ -3265,7 +3265,7 @@ def finish_line(process, line, servers, folder, stdin=b""):
 # its environment and arguments; the process it is forked from runs none of the client, so
 # each child starts from a fresh import. The tests of single runs start rest_client.py.
 FORK_SERVER = """import array, json, os, socket, sys
-sys.path.insert(0, sys.argv[1])
+sys.path[0] = sys.argv[1]  # the file's folder, not the current one, as for rest_client.py
 import rest_client
 control = socket.fromfd(int(sys.argv[2]), socket.AF_UNIX, socket.SOCK_SEQPACKET)
 os.close(int(sys.argv[2]))
