@@ -85,6 +85,7 @@ DEFAULT_LIMIT = 100
 MAX_LIMIT = 1000
 DIGITS = re.compile("[0-9]+")  # ASCII digits only: str.isdigit() also takes "²"
 WITHOUT_BODY = (HTTPStatus.NO_CONTENT, HTTPStatus.NOT_MODIFIED)  # no content, no length
+CHALLENGE = 'Bearer realm="users"'  # what a 401 asks for (RFC 6750 §3)
 
 
 # -- Errors: raised where they are found, answered in one place (handle_api_request) -------
@@ -228,11 +229,11 @@ class UsersHandler(BaseHTTPRequestHandler):
         if scheme.lower() != "bearer" or not token.strip() or " " in token.strip():
             raise ApiError(HTTPStatus.UNAUTHORIZED,
                            "This request needs the header Authorization: Bearer <API key>.",
-                           headers=[("WWW-Authenticate", 'Bearer realm="users"')])
+                           headers=[("WWW-Authenticate", CHALLENGE)])
         # compare_digest takes as long for a near miss as for a far one: no timing hints
         if not hmac.compare_digest(token.strip().encode("latin-1"), key.encode("utf-8")):
             raise ApiError(HTTPStatus.UNAUTHORIZED, "The Bearer token is not the key.", headers=[
-                ("WWW-Authenticate", 'Bearer realm="users", error="invalid_token"')])
+                ("WWW-Authenticate", CHALLENGE + ', error="invalid_token"')])
 
     added_routes = []  # the routes an appendix adds (/, /openapi.json): Appendix G lists them
 
@@ -4432,7 +4433,7 @@ def openapi_headers():
         "Allow": dict(header, description="The methods this path takes"),
         "Retry-After": dict(header, description="Seconds to wait before trying again"),
         "Preference-Applied": dict(header, description="return=minimal (RFC 7240)"),
-        "WWW-Authenticate": dict(header, description='Bearer realm="users"'),
+        "WWW-Authenticate": dict(header, description=CHALLENGE),
     }
 
 

@@ -59,14 +59,27 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 KEY = "client-test-key"
 
 
-class ScriptedHandler(BaseHTTPRequestHandler):
-    """Answers by path; every request it sees is appended to server.received."""
+class ReplyingHandler(BaseHTTPRequestHandler):
+    """A test server's handler: HTTP/1.1, no log lines, and reply() to answer."""
 
     protocol_version = "HTTP/1.1"
     disable_nagle_algorithm = True  # a head and a body in two writes would wait 40 ms for an ACK
 
     def log_message(self, format, *args):
         pass
+
+    def reply(self, status, body=b"", headers=()):
+        self.send_response(status)
+        for name, value in headers:
+            self.send_header(name, value)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+
+class ScriptedHandler(ReplyingHandler):
+    """Answers by path; every request it sees is appended to server.received."""
 
     def answer(self):
         parts = urlsplit(self.path)
@@ -79,15 +92,6 @@ class ScriptedHandler(BaseHTTPRequestHandler):
         getattr(self, "answer_" + route[0])(route[1:], query)
 
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = answer
-
-    def reply(self, status, body=b"", headers=()):
-        self.send_response(status)
-        for name, value in headers:
-            self.send_header(name, value)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(body)
 
     def answer_echo(self, route, query):
         received = self.server.received[-1]
@@ -2980,14 +2984,8 @@ def gzipped(data):
 
 # -- the servers: one records every request and answers by path ------------------------------
 
-class RecordingHandler(BaseHTTPRequestHandler):
+class RecordingHandler(ReplyingHandler):
     """Answers by the path's first segment; every request goes into server.received."""
-
-    protocol_version = "HTTP/1.1"
-    disable_nagle_algorithm = True
-
-    def log_message(self, format, *args):
-        pass
 
     def version_string(self):
         return "recording-server"
@@ -3040,13 +3038,7 @@ class RecordingHandler(BaseHTTPRequestHandler):
         return piece
 
     def reply(self, status, body=b"", headers=(("Content-Type", "text/plain"),)):
-        self.send_response(status)
-        for name, value in headers:
-            self.send_header(name, value)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(body)
+        super().reply(status, body, headers)
 
     def answer_echo(self, route, query):
         self.reply(200, ("%s %s\n" % (self.command, self.path)).encode())
