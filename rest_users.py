@@ -40,7 +40,7 @@ to the core by subclassing it and overriding hooks it leaves; none restates a de
     http.server's own errors (send_error), the 408 (handle_one_request); the graceful stop.
  B. TeachingHandler: the 412's likely mistake (check_if_match), PUT's hint to PATCH
     (update), Prefer (destroy), problem-only clients (negotiate, respond);
-    XmlBodyHandler: items sent in XML (body_types, read_fields).
+    XmlBodyHandler: items sent in XML (body_types, read_fields); the json type (TYPES).
  C. SQLiteStore; ReferenceHandler: references (check_write, check_delete), nested routes
     (route_table, list, create, given_by_path, route_path), _embed and _expand
     (read_related_query, retrieve, document, element); CorsHandler (response_fields,
@@ -337,8 +337,9 @@ class UsersHandler(BaseHTTPRequestHandler):
     def check_write(self, item):
         """A write's checks after its fields' (Appendix C checks its references): an answer
         in XML needs a json field's keys to be element names."""
-        bad = [name for name in self.resource.described if self.format is not JSON
-               and not has_xml_names(item[self.resource.position[name]])]
+        in_xml, position = self.resource.in_xml, self.resource.position
+        bad = [name for name in in_xml if self.format is not JSON
+               and not in_xml[name](item[position[name]])]
         if bad:
             raise ApiError(HTTPStatus.UNPROCESSABLE_ENTITY, "The %s is not valid; see the "
                            "errors for %s." % (self.resource.item, ", ".join(bad)), errors=[
@@ -572,10 +573,54 @@ def check_boolean(value):
     return None if type(value) is bool else "must be true or false, not " + describe(value)
 
 
-TYPE_CHECKS = {"string": check_text, "integer": check_integer, "number": check_number,
-               "boolean": check_boolean, "json": lambda value: (  # json: any JSON value
-                   None if isinstance(value, (type(None), bool, int, float, str, list, dict))
-                   else "must be JSON, not " + describe(value))}  # XML Appendix B cannot read
+JSON_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?")
+
+
+def integer_from_text(text):
+    """An integer as XML text and a filter spell it, 42, or None (JSON's syntax, no fraction)."""
+    number = JSON_NUMBER.fullmatch(text)
+    return int(text) if number and not number.group(1) and not number.group(2) else None
+
+
+def integer_from_query(text):
+    """A filter's integer: one an integer field can hold, or None."""
+    value = integer_from_text(text)
+    return None if value is None or check_integer(value) else value
+
+
+def number_from_text(text):
+    """A number as XML text and a filter spell it, as JSON writes it (2.5, 1e3), or None."""
+    return json.loads(text) if JSON_NUMBER.fullmatch(text) else None
+
+
+def number_from_query(text):
+    """A filter's number: an integer too large for one is compared as a float, in either store."""
+    value = number_from_text(text)
+    return float(value) if type(value) is int and check_number(value) else value
+
+
+def boolean_from_text(text):
+    """A boolean as XML text and a filter spell it, true or false, or None."""
+    return text == "true" if text in ("true", "false") else None
+
+
+Type = namedtuple("Type", "check from_text from_query query_words sorts to_xml in_xml")
+"""A field's type: check(value) says what is wrong with a value (or None); from_text(text),
+the value XML text spells, and from_query(text), a filter's (?done=true), are None when the
+text spells none, which a filter's 400 names by query_words; a type that `sorts` is sorted
+and filtered by. A type whose values may be objects and arrays (Appendix B's json) writes
+them with to_xml(parent, name, value), and in_xml(value) says whether XML can carry one;
+None: a value is written as text, as JSON writes it (a string as itself)."""
+
+TYPES = {
+    "string": Type(check_text, str, str, "text", True, None, None),
+    "integer": Type(check_integer, integer_from_text, integer_from_query,
+                    "whole numbers from %d to %d" % (-MAX_ID - 1, MAX_ID), True, None, None),
+    "number": Type(check_number, number_from_text, number_from_query,
+                   "numbers as JSON writes them", True, None, None),
+    "boolean": Type(check_boolean, boolean_from_text, boolean_from_text, "true or false",
+                    True, None, None),
+}
 
 # The same rules as JSON Schema patterns, for the API description: no control characters
 # or non-characters; a name not only white space (Python's str.isspace() counts U+0085 as
@@ -594,9 +639,8 @@ class Field:
     def __init__(self, name, type="string", *, required=False, default=None,
                  unique=False, ignores_case=False, searched=None, refers_to=None,
                  max_length=None, check=None, example=None, fake=None, schema=None):
-        if type not in TYPE_CHECKS:
-            raise ValueError("a field's type is one of %s, not %r" % (
-                ", ".join(TYPE_CHECKS), type))
+        if type not in TYPES:
+            raise ValueError("a field's type is one of %s, not %r" % (", ".join(TYPES), type))
         self.name, self.type, self.required, self.default = name, type, required, default
         self.unique, self.ignores_case, self.refers_to = unique, ignores_case, refers_to
         self.searched = type == "string" if searched is None else searched
@@ -626,10 +670,13 @@ class Resource:
         self.searched = tuple(field.name for field in self.fields if field.searched)
         self.unique = tuple(field for field in self.fields if field.unique)
         self.references = tuple(field for field in self.fields if field.refers_to)
-        self.described = frozenset(field.name for field in self.fields if field.type == "json")
+        kinds = {field.name: TYPES[field.type] for field in self.fields}
+        self.xml_writers = {name: kind.to_xml for name, kind in kinds.items() if kind.to_xml}
+        self.in_xml = {name: kind.in_xml for name, kind in kinds.items() if kind.in_xml}
+        self.described = frozenset(self.xml_writers)  # values that may be objects and arrays
         self.Item = namedtuple(self.item.capitalize(), self.stored + ("version",), rename=True)
         self.sorted_by = ("id",) + tuple(field.name for field in self.fields
-                                         if field.type != "json")  # a json field is neither
+                                         if TYPES[field.type].sorts)
         self.sort_keys = tuple(sign + name for name in self.sorted_by for sign in ("", "-"))
         self.list_parameters = (("limit", "offset", "sort") + self.sorted_by[1:]  # a filter
                                 + ("q",))  # per field
@@ -687,7 +734,7 @@ def check_id(value, path_id):
 
 def check_value(field, value):
     """Say what is wrong with a field's value: its type, its length, then its own check."""
-    problem = TYPE_CHECKS[field.type](value)
+    problem = TYPES[field.type].check(value)
     if problem is None and field.max_length is not None and len(value) > field.max_length:
         problem = "must be at most %d characters long" % field.max_length
     if problem is None and field.check is not None:
@@ -900,49 +947,24 @@ def xml_bytes(element):
     return ElementTree.tostring(element, encoding="unicode").encode("utf-8")
 
 
-def xml_element(tag, fields, children=(), described=()):
-    """An element with a child per field that is not None, then the child elements; the
-    fields named in `described` (json fields) say their types."""
+def xml_element(tag, fields, children=(), writers={}):
+    """An element with a child per field that is not None, then the child elements; a field
+    named in `writers` (its type's to_xml) is written by it."""
     element = ElementTree.Element(tag)
     for name, value in fields.items():
-        if value is not None:
-            add_xml_value(element, name, value, name in described)
+        if value is not None and name in writers:
+            writers[name](element, name, value)
+        elif value is not None:
+            add_xml_value(element, name, value)
     element.extend(children)
     return element
 
 
-def add_xml_value(parent, name, value, described=False):
-    """Add a value as a child element: text, as JSON writes it unless a string. A json
-    field's value says its type unless it is a string, an object's or array's members as
-    elements (an array's each an <item>), so that it reads back the same."""
+def add_xml_value(parent, name, value):
+    """Add a value as a child element: text, as JSON writes it unless a string."""
     child = ElementTree.SubElement(parent, name)
-    if isinstance(value, str):
-        child.text = value
-    elif described and value is None:
-        child.set("type", "null")
-    elif described and isinstance(value, (list, dict)):
-        child.set("type", "array" if isinstance(value, list) else "object")
-        members = value.items() if isinstance(value, dict) else (("item", each) for each in value)
-        for key, member in members:
-            add_xml_value(child, key, member, True)
-    else:
-        child.text = json_text(value)
-        if described:
-            child.set("type", "boolean" if isinstance(value, bool) else "number")
-
-
-XML_NAME = re.compile(r"(?!xml)[^\W\d][\w.-]*", re.IGNORECASE)  # what an element may be named
-
-
-def has_xml_names(value):
-    """Whether XML can carry a json field's value: every key (at any depth) can name an
-    element, and no string holds a character XML 1.0 cannot carry."""
-    if isinstance(value, dict):
-        return all(XML_NAME.fullmatch(key) and has_xml_names(member)
-                   for key, member in value.items())
-    if isinstance(value, str):
-        return not XML_INVALID.search(value)
-    return all(map(has_xml_names, value)) if isinstance(value, list) else True
+    child.text = value if isinstance(value, str) else json_text(value)
+    return child
 
 
 def json_text(value):
@@ -959,12 +981,12 @@ def item_document(resource, item):
 def item_element(resource, item):
     """One item as an XML element: <user><id>1</id><name>Ada</name>...</user>; a 406 when a
     json field has a key that cannot name an element (JSON can carry it)."""
-    for name in resource.described:
-        if not has_xml_names(item[resource.position[name]]):
+    for name in resource.in_xml:
+        if not resource.in_xml[name](item[resource.position[name]]):
             raise ApiError(HTTPStatus.NOT_ACCEPTABLE, "The %s's %s has a key that is not an "
                            "XML name, or a character XML cannot carry; ask for JSON." % (
                                resource.item, name))
-    return xml_element(resource.item, item_document(resource, item), (), resource.described)
+    return xml_element(resource.item, item_document(resource, item), (), resource.xml_writers)
 
 
 def render_item(resource, item, fmt, document=item_document, element=item_element):
@@ -1040,25 +1062,6 @@ def plain_json(value):
     if isinstance(value, list):
         return [plain_json(member) for member in value]
     return value
-
-
-JSON_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?")
-
-
-def xml_typed(field, text):
-    """Text as its field's type reads it, as XML elements and filters spell values
-    (<done>true</done>, ?done=true), or None when the type cannot read it."""
-    kind = "string" if field is None else field.type
-    number = JSON_NUMBER.fullmatch(text)
-    if kind in ("string", "json"):
-        return text
-    if kind == "boolean" and text in ("true", "false"):
-        return text == "true"
-    if kind == "integer" and number and not number.group(1) and not number.group(2):
-        return int(text)
-    if kind == "number" and number:
-        return json.loads(text)
-    return None
 
 
 def parse_content_type(value):
@@ -1200,20 +1203,14 @@ def sort_keys(resource, name, value):
     return keys
 
 
-QUERY_TYPES = {"integer": "whole numbers from %d to %d" % (-MAX_ID - 1, MAX_ID),
-               "number": "numbers as JSON writes them", "boolean": "true or false"}
-
-
 def query_value(resource, name, field_name, text):
     """A filter's value as its field holds it, from the parameter `name`: an integer from
     digits, a boolean from true or false; a 400 for a value of another type."""
-    kind = resource.fields_by_name[field_name].type
-    value = xml_typed(resource.fields_by_name[field_name], text)  # typed as XML text is
-    if kind == "number" and type(value) is int and check_number(value):
-        value = float(value)  # compared as a number all the same, in either store
-    if value is None or (kind == "integer" and check_integer(value)):
+    kind = TYPES[resource.fields_by_name[field_name].type]
+    value = kind.from_query(text)
+    if value is None:
         raise bad_query("%s compares %s values: %s, not %s." % (
-            printable(name), field_name, QUERY_TYPES[kind], printable(text)))
+            printable(name), field_name, kind.query_words, printable(text)))
     return value
 
 
@@ -1862,7 +1859,8 @@ class ItemXmlReader:
         text = "".join(self.text)
         if tag == "id":
             return int(text) if ITEM_ID.fullmatch(text) else text  # <id>7</id>: the integer 7
-        value = xml_typed(self.resource.fields_by_name.get(tag), text)
+        field = self.resource.fields_by_name.get(tag)
+        value = TYPES[field.type].from_text(text) if field else text
         if value is None:
             return XmlValue("the text %s" % json.dumps(text, ensure_ascii=False))
         return value
@@ -1878,23 +1876,6 @@ class ItemXmlReader:
         """A DOCTYPE or entity declaration: refused before the parser reads on."""
         raise ApiError(HTTPStatus.BAD_REQUEST,
                        "XML with a DOCTYPE or entity declarations is not accepted.")
-
-
-def json_from_xml(element):
-    """A json field's element as the JSON value it carries: as its type attribute says,
-    a string when it has none."""
-    kind, text = element.get("type"), element.text or ""
-    if kind == "null":
-        return None
-    if kind == "array":
-        return [json_from_xml(child) for child in element]
-    if kind == "object":
-        return {child.tag: json_from_xml(child) for child in element}
-    value = xml_typed(Field("", kind), text) if kind in ("number", "boolean") else text
-    if kind not in (None, "number", "boolean") or value is None or len(element):
-        raise ValueError("an element of type %s holding %s" % (
-            kind or "string", "elements" if len(element) else json.dumps(text)))
-    return value
 
 
 def read_xml_fields(text, resource):
@@ -1913,6 +1894,70 @@ def read_xml_fields(text, resource):
         raise ApiError(HTTPStatus.BAD_REQUEST,
                        "The body is not well-formed XML: %s." % error) from None
     return reader.pairs
+
+
+# -- The json type: any JSON value, in a field --load (Appendix C) makes -----------------
+# XML carries a json value as elements that say their types (type="number", "object", ...),
+# so that it reads back the same (json_from_xml): an object's keys must be element names.
+XML_NAME = re.compile(r"(?!xml)[^\W\d][\w.-]*", re.IGNORECASE)  # what an element may be named
+
+
+def has_xml_names(value):
+    """Whether XML can carry a json field's value: every key (at any depth) can name an
+    element, and no string holds a character XML 1.0 cannot carry."""
+    if isinstance(value, dict):
+        return all(XML_NAME.fullmatch(key) and has_xml_names(member)
+                   for key, member in value.items())
+    if isinstance(value, str):
+        return not XML_INVALID.search(value)
+    return all(map(has_xml_names, value)) if isinstance(value, list) else True
+
+
+def add_json_xml(parent, name, value):
+    """Add a json field's value as a child element that says its type unless a string, an
+    object's or array's members as elements (an array's each an <item>), so that it reads
+    back the same."""
+    if isinstance(value, (list, dict)):
+        child = ElementTree.SubElement(parent, name)
+        child.set("type", "array" if isinstance(value, list) else "object")
+        members = value.items() if isinstance(value, dict) else (("item", each) for each in value)
+        for key, member in members:
+            add_json_xml(child, key, member)
+    elif value is None:
+        ElementTree.SubElement(parent, name).set("type", "null")
+    elif not isinstance(value, str):
+        add_xml_value(parent, name, value).set(
+            "type", "boolean" if isinstance(value, bool) else "number")
+    else:
+        add_xml_value(parent, name, value)
+
+
+def json_from_xml(element):
+    """A json field's element as the JSON value it carries: as its type attribute says,
+    a string when it has none."""
+    kind, text = element.get("type"), element.text or ""
+    if kind == "null":
+        return None
+    if kind == "array":
+        return [json_from_xml(child) for child in element]
+    if kind == "object":
+        return {child.tag: json_from_xml(child) for child in element}
+    value = TYPES[kind].from_text(text) if kind in ("number", "boolean") else text
+    if kind not in (None, "number", "boolean") or value is None or len(element):
+        raise ValueError("an element of type %s holding %s" % (
+            kind or "string", "elements" if len(element) else json.dumps(text)))
+    return value
+
+
+def check_json(value):
+    """Say what is wrong with a json field's value, or return None: any JSON value is right
+    (an XmlValue, from an XML body, is not)."""
+    if isinstance(value, (type(None), bool, int, float, str, list, dict)):
+        return None
+    return "must be JSON, not " + describe(value)
+
+
+TYPES["json"] = Type(check_json, str, None, None, False, add_json_xml, has_xml_names)
 
 
 # ---------------------------------------------------------------------------------------
