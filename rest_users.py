@@ -42,12 +42,11 @@ to the core by subclassing it and overriding hooks it leaves; none restates a de
     (update), Prefer (destroy), problem-only clients (negotiate, respond);
     XmlBodyHandler: items sent in XML (body_types, read_fields); the json type (TYPES).
  C. SQLiteStore; ReferenceHandler: references (check_write, check_delete), nested routes
-    (route_table, list, create, given_by_path, route_path), _embed and _expand
-    (read_related_query, retrieve, document, element); CorsHandler (response_fields,
-    answer_options); FakeApiHandler: --fail-rate (check_caller), --delay and the journal
-    (write_response), /__admin/; --fake-users; --load of json-server's db.json, whose
-    objects are SingularResources; DialectHandler: the list dialects of front-end libraries
-    (read_list_query, render_page, page_headers).
+    (route_table, list, create) and _embed and _expand (retrieve), a request's References
+    (relate); CorsHandler (response_fields, answer_options); FakeApiHandler: --fail-rate
+    (check_caller), --delay and the journal (write_response), /__admin/; --fake-users;
+    --load of json-server's db.json, whose objects are SingularResources; DialectHandler:
+    the list dialects of front-end libraries (read_list_query, render_page, page_headers).
  D, E. ExplorerHandler (route_request) and OpenApiHandler add / and /openapi.json, derived
     from the routes and the resources' fields.
  F. FastHandler keeps the core's answers (format_for, render, page) and moves bytes with
@@ -184,6 +183,7 @@ class UsersHandler(BaseHTTPRequestHandler):
     def handle_api_request(self):
         """Answer the request; any error becomes a problem response here."""
         self.body_read, self.route, self.resource, self.store = False, None, None, None
+        self.related = NOTHING_RELATED  # until relate() reads what the request relates to
         try:
             self.route_request()
         except BadQuery as error:  # found where the resource is not known: say it here
@@ -257,17 +257,17 @@ class UsersHandler(BaseHTTPRequestHandler):
 
     def page(self, query_string):
         """The body and headers of the page of items a query string asks for."""
-        query_string, related_pairs = self.read_related_query(query_string)
-        query, kept = self.read_list_query(query_string)
-        kept += related_pairs
+        query, kept = self.read_list_query(self.relate(query_string))
+        kept += self.related.pairs
         query = query._replace(filters=query.filters + tuple(  # the path's: /users/1/todos
-            Filter(name, "eq", (value,)) for name, value in self.given_by_path().items()))
+            Filter(name, "eq", (value,)) for name, value in self.related.given.items()))
         total, items = self.store.list(query)
         return self.render_page(query, total, items), self.page_headers(query, total, items, kept)
 
-    def read_related_query(self, query_string):
-        """The query less _embed and _expand (Appendix C), and their pairs for the links: none."""
-        return query_string, ()
+    def relate(self, query_string=""):
+        """Set self.related to what the route and query add to the items (Appendix C's nested
+        routes, _embed and _expand; none here), and return the query less its parameters."""
+        return query_string
 
     def read_list_query(self, query_string):
         """The ListQuery a query string asks for, and the pairs its page links keep."""
@@ -277,16 +277,18 @@ class UsersHandler(BaseHTTPRequestHandler):
 
     def render_page(self, query, total, items):
         """A page of items as bytes in the negotiated format."""
-        return render_items(self.resource, items, self.format, self.document, self.element)
+        return render_items(self.resource, items, self.format, self.related.document,
+                            self.related.element)
 
     def page_headers(self, query, total, items, kept):
         """X-Total-Count, and the Link header (RFC 8288) to the first, last, next... pages."""
-        return [("X-Total-Count", str(total)),
-                ("Link", page_links(self.route_path(), query, total, kept))]
+        path = self.related.path or self.resource.path  # a nested route's own: /users/1/todos
+        return [("X-Total-Count", str(total)), ("Link", page_links(path, query, total, kept))]
 
     def create(self):
         """POST /users: 201 with the new item and its Location."""
-        fields = validate(self.resource, self.read_item_body(), given=self.given_by_path())
+        self.relate()
+        fields = validate(self.resource, self.read_item_body(), given=self.related.given)
         item = self.store.create(fields, check=self.check_write)
         self.send_item(HTTPStatus.CREATED, item,
                        [("Location", "%s/%d" % (self.resource.path, item.id))])
@@ -325,14 +327,6 @@ class UsersHandler(BaseHTTPRequestHandler):
         """DELETE /users/{id}: 200 with the item as it was, and no ETag (RFC 9110 §9.3.5)."""
         item = self.store.delete(item_id, self.check_delete)
         self.respond(HTTPStatus.OK, self.render(item), self.format.content_type)
-
-    def given_by_path(self):
-        """The fields a route's path gives (Appendix C's /users/1/todos: userId 1): none."""
-        return {}
-
-    def route_path(self):
-        """The path of the route asked for, as its links write it: /users."""
-        return self.resource.path
 
     def check_write(self, item):
         """A write's checks after its fields' (Appendix C checks its references): an answer
@@ -428,15 +422,8 @@ class UsersHandler(BaseHTTPRequestHandler):
 
     def render(self, item):
         """One item in the negotiated format."""
-        return render_item(self.resource, item, self.format, self.document, self.element)
-
-    def document(self, resource, item):
-        """An item's JSON object (Appendix C adds the items _embed and _expand ask for)."""
-        return item_document(resource, item)
-
-    def element(self, resource, item):
-        """An item's XML element (Appendix C adds the items _embed and _expand ask for)."""
-        return item_element(resource, item)
+        return render_item(self.resource, item, self.format, self.related.document,
+                           self.related.element)
 
     def send_item(self, status, item, headers=()):
         """Send one item with its ETag."""
@@ -1002,6 +989,18 @@ def render_items(resource, items, fmt, document=item_document, element=item_elem
         return json_bytes([document(resource, item) for item in items])
     return xml_bytes(xml_element(resource.collection, {},
                                  [element(resource, item) for item in items]))
+
+
+class Related:
+    """What a request's route and query add to its items: nothing, in the core. Appendix C's
+    References add: a nested route (/users/1/todos) gives fields and its links' path, and
+    _embed and _expand (pairs the links keep) add items to each document and element."""
+
+    given, path, pairs = {}, None, ()  # no path: the resource's own, /users
+    document, element = staticmethod(item_document), staticmethod(item_element)
+
+
+NOTHING_RELATED = Related()
 
 
 # Characters XML 1.0 cannot carry; a problem may quote client text that has them.
@@ -2278,8 +2277,6 @@ def add_function(db, name, function):
 class ReferenceHandler(UsersHandler):
     """UsersHandler whose resources refer to each other."""
 
-    related = ()  # what _embed and _expand add to each item, as read_related reads them
-    related_pairs = ()  # those parameters, as the page links keep them
     parent_id = None  # the id in a nested route's path: /users/1/todos
 
     @classmethod
@@ -2307,83 +2304,37 @@ class ReferenceHandler(UsersHandler):
         if self.server.stores[parent.collection].get(parent_id) is None:
             raise NotFound(parent, parent_id)
 
-    def given_by_path(self):
-        """A nested route's path gives the field that refers to the parent: userId."""
-        if self.route.parent is None:
-            return super().given_by_path()
-        return {self.route.parent[1]: self.parent_id}
-
-    def route_path(self):
-        """A nested route's links go to its own path: /users/1/todos."""
-        if self.route.parent is None:
-            return super().route_path()
-        return "%s/%d%s" % (self.route.parent[0].path, self.parent_id, self.resource.path)
-
-    def read_related_query(self, query_string):
-        """_embed and _expand are read apart from the list's own parameters."""
-        self.related, self.related_pairs = (), ()
+    def relate(self, query_string=""):
+        """A nested route, and _embed and _expand read apart from the list's own parameters."""
+        added, pairs = (), ()
         if "_e" in query_string or "embed" in query_string:
             parts = query_string.split("&")
             is_related = [part.partition("=")[0] in RELATED for part in parts]
             if any(is_related) and relations(self.resource, self.server.resources):
-                self.related_pairs = query_pairs("&".join(
+                pairs = query_pairs("&".join(
                     part for part, related in zip(parts, is_related) if related))
-                self.related = read_related(self.resource, self.server.resources,
-                                            self.related_pairs)[1]
+                added = read_related(self.resource, self.server.resources, pairs)[1]
                 query_string = "&".join(part for part, related in zip(parts, is_related)
                                         if not related)
-        return query_string, self.related_pairs  # which the links keep
+        if pairs or self.route.parent is not None:
+            self.related = References(self, added, pairs)
+        return query_string
 
     def retrieve(self, item_id):
         """_embed and _expand, if the query has them (the rest of it is no matter here)."""
-        self.related = ()
+        added = ()
         if self.query and relations(self.resource, self.server.resources):  # none: no _embed
-            self.related = read_related(self.resource, self.server.resources, parse_qsl(
+            added = read_related(self.resource, self.server.resources, parse_qsl(
                 self.query, keep_blank_values=True))[1]
-        if not self.related:
+        if not added:
             return super().retrieve(item_id)
+        self.related = References(self, added)
         item = self.store.get(item_id)
         if item is None:
             raise NotFound(self.resource, item_id)
         # no ETag: the item's version does not change with the items added to it, and a
         # strong validator must change with the representation (RFC 9110 §8.8.3)
         self.respond(HTTPStatus.OK, self.render(item), self.format.content_type)
-
-    def document(self, resource, item):
-        """A read's item with the items _embed and _expand add to it, in JSON."""
-        document = super().document(resource, item)
-        for name, (other, added) in self.related_to(item).items() if self.related else ():
-            document[name] = ([item_document(other, each) for each in added]
-                              if isinstance(added, list) else
-                              None if added is None else item_document(other, added))
-        return document
-
-    def element(self, resource, item):
-        """A read's item with the items _embed and _expand add to it, in XML: <todos> of
-        <todo>s, a <user>."""
-        element = super().element(resource, item)
-        for name, (other, added) in self.related_to(item).items() if self.related else ():
-            if isinstance(added, list):
-                element.append(xml_element(name, {}, [item_element(other, each)
-                                                      for each in added]))
-            elif added is not None:
-                element.append(item_element(other, added))
-        return element
-
-    def related_to(self, item):
-        """The items _embed and _expand add to an item a read answers with, by the name they
-        go under, each with its resource."""
-        added = {}
-        for _, name, other, field, embedded in (
-                self.related if self.command in ("GET", "HEAD") else ()):
-            store = self.server.stores[other.collection]
-            if embedded:  # the items of another resource that refer to this one
-                added[name] = other, store.list(ListQuery(MAX_ID, 0, ("id",), (
-                    Filter(field, "eq", (item.id,)),), None))[1]
-            else:  # the item this one refers to, or None
-                value = item[self.resource.position[field]]
-                added[name] = other, store.get(value) if value is not None else None
-        return added
 
     def check_write(self, item):
         """A 422 for each field whose reference names no item (the store holds its lock)."""
@@ -2471,6 +2422,55 @@ def parents(resource, resources):
     """{item name: (resource, field)} of the served resources this one refers to."""
     return {other.item: (other, field.name) for other in resources for field in resource.fields
             if field.refers_to == other.collection}
+
+
+class References(Related):
+    """What a nested route gives a request (/users/1/todos: userId 1, and its links' path),
+    and the items _embed and _expand add to each item it answers with."""
+
+    def __init__(self, handler, added=(), pairs=()):
+        self.handler, self.added, self.pairs = handler, added, pairs
+        parent = handler.route.parent
+        if parent is not None:
+            self.given = {parent[1]: handler.parent_id}
+            self.path = "%s/%d%s" % (parent[0].path, handler.parent_id, handler.resource.path)
+
+    def document(self, resource, item):
+        """A read's item with the items _embed and _expand add to it, in JSON."""
+        document = item_document(resource, item)
+        for name, (other, added) in self.related_to(item).items() if self.added else ():
+            document[name] = ([item_document(other, each) for each in added]
+                              if isinstance(added, list) else
+                              None if added is None else item_document(other, added))
+        return document
+
+    def element(self, resource, item):
+        """A read's item with the items _embed and _expand add to it, in XML: <todos> of
+        <todo>s, a <user>."""
+        element = item_element(resource, item)
+        for name, (other, added) in self.related_to(item).items() if self.added else ():
+            if isinstance(added, list):
+                element.append(xml_element(name, {}, [item_element(other, each)
+                                                      for each in added]))
+            elif added is not None:
+                element.append(item_element(other, added))
+        return element
+
+    def related_to(self, item):
+        """The items _embed and _expand add to an item a read answers with, by the name they
+        go under, each with its resource."""
+        added = {}
+        handler = self.handler
+        for _, name, other, field, embedded in (
+                self.added if handler.command in ("GET", "HEAD") else ()):
+            store = handler.server.stores[other.collection]
+            if embedded:  # the items of another resource that refer to this one
+                added[name] = other, store.list(ListQuery(MAX_ID, 0, ("id",), (
+                    Filter(field, "eq", (item.id,)),), None))[1]
+            else:  # the item this one refers to, or None
+                value = item[handler.resource.position[field]]
+                added[name] = other, store.get(value) if value is not None else None
+        return added
 
 
 def read_related(resource, resources, pairs):
@@ -3155,7 +3155,7 @@ class DialectHandler(UsersHandler):
         """A page in the shape the dialect's clients read: 1.0's per-page object."""
         if self.dialect is not None and self.dialect.paging == "per-page":
             return render_per_page(self.resource, query, total, items, self.format,
-                                   self.document, self.element)
+                                   self.related.document, self.related.element)
         return super().render_page(query, total, items)
 
     def page_headers(self, query, total, items, kept):
@@ -4670,7 +4670,7 @@ class FastHandler(EdgeHandler):
         fields and version) and the format, so it can never go stale. ElementTree takes 21
         µs a user and the JSON encoder 1.3 µs; a kept one costs a dictionary look-up. The
         answer to a write renders a new version: keeping it cost a POST 4 µs of CPU."""
-        if self.command not in ("GET", "HEAD") or getattr(self, "related", None) or (
+        if self.command not in ("GET", "HEAD") or self.related is not NOTHING_RELATED or (
                 self.resource.described):  # a json field's value may be a dict: no key
             return super().render(item)  # a write's item, or one with related items
         key, kept = (self.resource.collection, item, self.format), self.server.renderings
