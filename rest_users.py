@@ -317,8 +317,9 @@ class UsersHandler(BaseHTTPRequestHandler):
             self.check_if_match(current)
             fields = validate(self.resource, pairs, partial=partial,
                               path_id=None if self.resource.singular else item_id)
-            for name in self.resource.described & set(fields) if partial else ():
-                fields[name] = merge_patch(current[self.resource.position[name]], fields[name])
+            mergers, position = self.resource.mergers, self.resource.position
+            for name in mergers.keys() & set(fields) if partial else ():
+                fields[name] = mergers[name](current[position[name]], fields[name])
             self.check_write(current._replace(**fields))
             return fields
         self.send_item(HTTPStatus.OK, self.store.update(item_id, changed_fields))
@@ -591,22 +592,25 @@ def boolean_from_text(text):
     return text == "true" if text in ("true", "false") else None
 
 
-Type = namedtuple("Type", "check from_text from_query query_words sorts to_xml in_xml")
+Type = namedtuple("Type", "check from_text from_query query_words sorts to_xml in_xml "
+                         "from_json merge")
 """A field's type: check(value) says what is wrong with a value (or None); from_text(text),
 the value XML text spells, and from_query(text), a filter's (?done=true), are None when the
 text spells none, which a filter's 400 names by query_words; a type that `sorts` is sorted
 and filtered by. A type whose values may be objects and arrays (Appendix B's json) writes
-them with to_xml(parent, name, value), and in_xml(value) says whether XML can carry one;
-None: a value is written as text, as JSON writes it (a string as itself)."""
+them with to_xml(parent, name, value), and in_xml(value) says whether XML can carry one; it
+reads a JSON body's value with from_json(value), and a PATCH merges a value into the current
+one with merge(current, value). None, as the core's types have them: a value is written as
+text, as JSON writes it (a string as itself), and read and patched as it is."""
+Type.__new__.__defaults__ = (None, None, None, None)  # to_xml, in_xml, from_json, merge
 
 TYPES = {
-    "string": Type(check_text, str, str, "text", True, None, None),
+    "string": Type(check_text, str, str, "text", True),
     "integer": Type(check_integer, integer_from_text, integer_from_query,
-                    "whole numbers from %d to %d" % (-MAX_ID - 1, MAX_ID), True, None, None),
+                    "whole numbers from %d to %d" % (-MAX_ID - 1, MAX_ID), True),
     "number": Type(check_number, number_from_text, number_from_query,
-                   "numbers as JSON writes them", True, None, None),
-    "boolean": Type(check_boolean, boolean_from_text, boolean_from_text, "true or false",
-                    True, None, None),
+                   "numbers as JSON writes them", True),
+    "boolean": Type(check_boolean, boolean_from_text, boolean_from_text, "true or false", True),
 }
 
 # The same rules as JSON Schema patterns, for the API description: no control characters
@@ -660,7 +664,8 @@ class Resource:
         kinds = {field.name: TYPES[field.type] for field in self.fields}
         self.xml_writers = {name: kind.to_xml for name, kind in kinds.items() if kind.to_xml}
         self.in_xml = {name: kind.in_xml for name, kind in kinds.items() if kind.in_xml}
-        self.described = frozenset(self.xml_writers)  # values that may be objects and arrays
+        self.from_json = {name: kind.from_json for name, kind in kinds.items() if kind.from_json}
+        self.mergers = {name: kind.merge for name, kind in kinds.items() if kind.merge}
         self.Item = namedtuple(self.item.capitalize(), self.stored + ("version",), rename=True)
         self.sorted_by = ("id",) + tuple(field.name for field in self.fields
                                          if TYPES[field.type].sorts)
@@ -694,20 +699,6 @@ def a_or_an(word):
 def in_words(names, conjunction="and"):
     """Names as a sentence lists them: "name and email", "name, email and phone"."""
     return (" %s " % conjunction).join(filter(None, [", ".join(names[:-1])] + list(names[-1:])))
-
-
-def merge_patch(target, patch):
-    """A json field's value with a patch merged in, as RFC 7396 §2 merges: recursively, a
-    null removing its key."""
-    if not isinstance(patch, dict):
-        return patch
-    merged = dict(target) if isinstance(target, dict) else {}
-    for key, value in patch.items():
-        if value is None:
-            merged.pop(key, None)
-        else:
-            merged[key] = merge_patch(merged.get(key), value)
-    return merged
 
 
 def check_id(value, path_id):
@@ -756,7 +747,7 @@ def validate(resource, pairs, *, path_id=None, partial=False, given=None):
         if problem:
             errors.append((printable(name), problem))
         elif name != "id":
-            fields[name] = plain_json(value) if name in resource.described else value
+            fields[name] = resource.from_json[name](value) if name in resource.from_json else value
         seen.add(name)
     if given:  # the path's fields, if the body left them out
         fields.update((name, given[name]) for name in given.keys() - seen)
@@ -1052,15 +1043,6 @@ def read_json_fields(text, resource):
         raise ApiError(HTTPStatus.BAD_REQUEST, "The body must be a JSON object, like {%s}." % (
             ", ".join('"%s": ...' % name for name in resource.field_names[:2])))
     return document
-
-
-def plain_json(value):
-    """A value read with ObjectPairs as plain JSON, its objects as dicts (a json field's)."""
-    if isinstance(value, ObjectPairs):
-        return {key: plain_json(member) for key, member in value}
-    if isinstance(value, list):
-        return [plain_json(member) for member in value]
-    return value
 
 
 def parse_content_type(value):
@@ -1828,7 +1810,7 @@ class ItemXmlReader:
             self.text, self.nested = [], False
             self.nil = any(name.rpartition(":")[2] == "nil" and value == "true"
                            for name, value in attributes.items())  # XML Schema's xsi:nil
-            if tag in self.resource.described:  # a json field: its elements are its value
+            if tag in self.resource.xml_writers:  # a json field: its elements are its value
                 self.tree = ElementTree.TreeBuilder()
         elif self.depth > 2:
             self.nested = True
@@ -1898,6 +1880,7 @@ def read_xml_fields(text, resource):
 # -- The json type: any JSON value, in a field --load (Appendix C) makes -----------------
 # XML carries a json value as elements that say their types (type="number", "object", ...),
 # so that it reads back the same (json_from_xml): an object's keys must be element names.
+# A JSON body's objects become dicts (plain_json), into which a PATCH merges (RFC 7396).
 XML_NAME = re.compile(r"(?!xml)[^\W\d][\w.-]*", re.IGNORECASE)  # what an element may be named
 
 
@@ -1948,6 +1931,29 @@ def json_from_xml(element):
     return value
 
 
+def plain_json(value):
+    """A value read with ObjectPairs as plain JSON, its objects as dicts (a json field's)."""
+    if isinstance(value, ObjectPairs):
+        return {key: plain_json(member) for key, member in value}
+    if isinstance(value, list):
+        return [plain_json(member) for member in value]
+    return value
+
+
+def merge_patch(target, patch):
+    """A json field's value with a patch merged in, as RFC 7396 §2 merges: recursively, a
+    null removing its key."""
+    if not isinstance(patch, dict):
+        return patch
+    merged = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            merged.pop(key, None)
+        else:
+            merged[key] = merge_patch(merged.get(key), value)
+    return merged
+
+
 def check_json(value):
     """Say what is wrong with a json field's value, or return None: any JSON value is right
     (an XmlValue, from an XML body, is not)."""
@@ -1956,7 +1962,8 @@ def check_json(value):
     return "must be JSON, not " + describe(value)
 
 
-TYPES["json"] = Type(check_json, str, None, None, False, add_json_xml, has_xml_names)
+TYPES["json"] = Type(check_json, str, None, None, False, add_json_xml, has_xml_names,
+                     plain_json, merge_patch)
 
 
 # ---------------------------------------------------------------------------------------
@@ -3204,7 +3211,7 @@ class DialectQuery:
         kinds = [(name, value, parameter_kind(resource, name)) for name, value in pairs]
         for name in (name for name, _, kind in kinds if kind is None):
             field = name.partition(":")[0] if ":" in name else split_suffix(name)[0]
-            if field in resource.described:
+            if field in resource.from_json:
                 raise bad_query("%s is a json field, which the list neither filters nor sorts "
                                 "by; %s is not taken." % (field, printable(name)))
         refuse_unknown([name for name, _, kind in kinds if kind is None],
@@ -4671,7 +4678,7 @@ class FastHandler(EdgeHandler):
         µs a user and the JSON encoder 1.3 µs; a kept one costs a dictionary look-up. The
         answer to a write renders a new version: keeping it cost a POST 4 µs of CPU."""
         if self.command not in ("GET", "HEAD") or self.related is not NOTHING_RELATED or (
-                self.resource.described):  # a json field's value may be a dict: no key
+                self.resource.from_json):  # a json field's value may be a dict: no key
             return super().render(item)  # a write's item, or one with related items
         key, kept = (self.resource.collection, item, self.format), self.server.renderings
         return kept.get(key) or kept.keep(key, super().render(item))
