@@ -2504,7 +2504,6 @@ def read_related(resource, resources, pairs):
     return rest, related
 
 
-
 # -- CORS: letting a page from another origin call the API (--cors) ------------------------
 class CorsHandler(UsersHandler):
     """UsersHandler that lets pages from the --cors origins read its answers (the Fetch
@@ -5079,8 +5078,6 @@ def running(**options):
         server.shutdown()
         server.server_close()
         thread.join()
-
-
 
 
 def port_number(text):
