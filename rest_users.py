@@ -303,17 +303,11 @@ class UsersHandler(BaseHTTPRequestHandler):
             return self.respond(HTTPStatus.NOT_MODIFIED, headers=[("ETag", tag)])
         self.send_item(HTTPStatus.OK, item)
 
-    def update(self, item_id):
-        """PUT /users/{id}: replace every field (no create: 404 when missing)."""
-        self.change(item_id, self.read_item_body(), partial=False)
+    def update(self, item_id, partial=False):
+        """PUT /users/{id}: replace every field (no create: 404 when missing); PATCH's too."""
+        pairs = self.read_item_body(merge_patch=partial)
 
-    def partial_update(self, item_id):
-        """PATCH /users/{id}: change the fields given (a JSON merge patch, or partial XML)."""
-        self.change(item_id, self.read_item_body(merge_patch=True), partial=True)
-
-    def change(self, item_id, pairs, partial):
-        """Check If-Match, the fields, then the rest, and write: one atomic step in the store."""
-        def changed_fields(current):
+        def changed_fields(current):  # If-Match, the fields, the rest: one step in the store
             self.check_if_match(current)
             fields = validate(self.resource, pairs, partial=partial,
                               path_id=None if self.resource.singular else item_id)
@@ -323,6 +317,10 @@ class UsersHandler(BaseHTTPRequestHandler):
             self.check_write(current._replace(**fields))
             return fields
         self.send_item(HTTPStatus.OK, self.store.update(item_id, changed_fields))
+
+    def partial_update(self, item_id):
+        """PATCH /users/{id}: change the fields given (a JSON merge patch, or partial XML)."""
+        self.update(item_id, partial=True)
 
     def destroy(self, item_id):
         """DELETE /users/{id}: 200 with the item as it was, and no ETag (RFC 9110 §9.3.5)."""
@@ -1642,11 +1640,11 @@ class TeachingHandler(UsersHandler):
         self.store.delete(item_id, self.check_delete)
         self.respond(HTTPStatus.NO_CONTENT, headers=[("Preference-Applied", "return=minimal")])
 
-    def update(self, item_id):
+    def update(self, item_id, partial=False):
         """A PUT that leaves out a field is told that PUT replaces the whole item, and what
         to send instead: a library's "update" may send only what changed."""
         try:
-            super().update(item_id)
+            super().update(item_id, partial)
         except ApiError as error:
             if any(message == "is required" for _, message in error.errors):
                 error.detail += (" PUT replaces the whole %s, so it needs every field; PATCH "
