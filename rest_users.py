@@ -117,10 +117,9 @@ class Taken(ApiError):
 # -- The routes: which action of UsersHandler answers which verb on which path -------------
 ITEM_ID = re.compile(r"[1-9][0-9]{0,18}")  # decimal, no leading zero, at most 19 digits
 
+# A route serves its resource (None for the others); `cors`: whether a page on another origin
+# may read its answers (--cors); a nested route's parent: (the parent Resource, the field)
 Route = namedtuple("Route", "path pattern actions allow resource cors parent")
-"""A route: `resource` is the Resource it serves (None for the others); `cors`: whether a
-page on another origin may read its answers, when --cors allows that origin; `parent`: for
-a nested route (/users/{id}/todos), the parent Resource and the field that refers to it."""
 
 
 def route(path, pattern, actions, resource=None, cors=True, parent=None):
@@ -158,11 +157,10 @@ def find_route(routes, path):
     return None, None
 
 
-def nothing_at(path, routes):
+def nothing_at(path, resources):
     """The 404 for a path no route takes, saying where the resources are."""
-    served = dict.fromkeys(found.resource for found in routes if found.resource is not None)
     where = in_words(["the %s %s at %s" % (resource.collection, "is" if resource.singular
-                                            else "are", resource.path) for resource in served])
+                                            else "are", resource.path) for resource in resources])
     return ApiError(HTTPStatus.NOT_FOUND, "There is nothing at %s; %s." % (printable(path), where))
 
 
@@ -186,10 +184,9 @@ class UsersHandler(BaseHTTPRequestHandler):
         self.related = NOTHING_RELATED  # until relate() reads what the request relates to
         try:
             self.route_request()
-        except BadQuery as error:  # found where the resource is not known: say it here
-            error.detail += query_help(self.resource)
-            self.send_problem(error)
         except ApiError as error:
+            if isinstance(error, BadQuery):  # raised where the resource is not known: add it
+                error.detail += query_help(self.resource)
             self.send_problem(error)
         except (socket.timeout, ConnectionError):
             raise  # the client is gone or stalled: there is nobody to answer
@@ -206,7 +203,7 @@ class UsersHandler(BaseHTTPRequestHandler):
         self.route, arguments = find_route(self.server.routes, path)  # so the 401 knows it
         self.check_caller()
         if self.route is None:
-            raise nothing_at(path, self.server.routes)
+            raise nothing_at(path, self.server.resources)
         self.resource = self.route.resource
         if self.resource is not None:
             self.store = self.server.stores[self.resource.collection]
@@ -265,8 +262,7 @@ class UsersHandler(BaseHTTPRequestHandler):
         return self.render_page(query, total, items), self.page_headers(query, total, items, kept)
 
     def relate(self, query_string=""):
-        """Set self.related to what the route and query add to the items (Appendix C's nested
-        routes, _embed and _expand; none here), and return the query less its parameters."""
+        """Set self.related, what the path and query add to items; return the query they leave."""
         return query_string
 
     def read_list_query(self, query_string):
@@ -328,11 +324,9 @@ class UsersHandler(BaseHTTPRequestHandler):
         self.respond(HTTPStatus.OK, self.render(item), self.format.content_type)
 
     def check_write(self, item):
-        """A write's checks after its fields' (Appendix C checks its references): an answer
-        in XML needs a json field's keys to be element names."""
-        in_xml, position = self.resource.in_xml, self.resource.position
-        bad = [name for name in in_xml if self.format is not JSON
-               and not in_xml[name](item[position[name]])]
+        """A write's checks beyond its fields': an answer in XML must carry its json fields."""
+        in_xml = self.resource.in_xml if self.format is not JSON else {}
+        bad = [name for name in in_xml if not in_xml[name](item[self.resource.position[name]])]
         if bad:
             raise ApiError(HTTPStatus.UNPROCESSABLE_ENTITY, "The %s is not valid; see the "
                            "errors for %s." % (self.resource.item, ", ".join(bad)), errors=[
@@ -373,8 +367,7 @@ class UsersHandler(BaseHTTPRequestHandler):
         return body
 
     def content_length(self):
-        """The Content-Length as an integer (0 when absent); 400 unless it is digits, with
-        only spaces or tabs around them, and given once or always the same (RFC 9112 §6.3)."""
+        """The Content-Length (0 when absent); a 400 unless one value of digits (RFC 9112 §6.3)."""
         values = {value.strip(" \t") for value in self.headers.get_all("Content-Length", ["0"])}
         if len(values) != 1 or not DIGITS.fullmatch(next(iter(values))):
             self.close_connection = True  # the framing cannot be trusted
