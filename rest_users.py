@@ -130,8 +130,7 @@ def route(path, pattern, actions, resource=None, cors=True, parent=None):
 
 # The actions on a resource, named as Django REST Framework's router names them
 COLLECTION_ACTIONS = {"GET": "list", "POST": "create"}
-ITEM_ACTIONS = {"GET": "retrieve", "PUT": "update", "PATCH": "partial_update",
-                "DELETE": "destroy"}
+ITEM_ACTIONS = {"GET": "retrieve", "PUT": "update", "PATCH": "partial_update", "DELETE": "destroy"}
 
 
 def resource_routes(resource):
@@ -173,9 +172,7 @@ class UsersHandler(BaseHTTPRequestHandler):
     server_version = "rest_users/1.0"
     body_types = (JSON_TYPE,)  # what a body may be, besides a PATCH's merge patch
     headers = None  # the request's header fields, once http.server has read them
-    route = None  # the Route this request is for, once found
-    resource = None  # the Resource it is for, if any: the route's
-    store = None  # the store this request reads and writes: the resource's
+    route = resource = store = None  # the request's Route, once found, its Resource and store
     body_read = False  # whether this request's body has been read
 
     def handle_api_request(self):
@@ -470,9 +467,8 @@ class UsersHandler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     def setup(self):
-        """Send each write at once."""
+        """Send each write at once: Nagle's algorithm would hold a second one 40 ms for an ACK."""
         super().setup()
-        # Nagle's algorithm would hold a large response's second write for a delayed ACK, 40 ms
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
 
