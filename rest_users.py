@@ -493,9 +493,8 @@ WHITE_SPACE = re.compile(r"\s")  # the characters str.isspace() takes
 
 
 def caseless_key(text):
-    """Text as a caseless field compares it (an email): ASCII letters folded to lower case,
-    as SQLite's NOCASE folds them; text in lower case already is its own key, kept once."""
-    return text if text.lower() == text else text.translate(ASCII_LOWERCASE)
+    """Text as a caseless field (an email) compares it: ASCII letters in lower case, as NOCASE."""
+    return text if text.lower() == text else text.translate(ASCII_LOWERCASE)  # kept once
 
 
 def printable(text):
@@ -594,14 +593,10 @@ def boolean_from_text(text):
 
 Type = namedtuple("Type", "check from_text from_query query_words sorts to_xml in_xml "
                          "from_json merge")
-"""A field's type: check(value) says what is wrong with a value (or None); from_text(text),
-the value XML text spells, and from_query(text), a filter's (?done=true), are None when the
-text spells none, which a filter's 400 names by query_words; a type that `sorts` is sorted
-and filtered by. A type whose values may be objects and arrays (Appendix B's json) writes
-them with to_xml(parent, name, value), and in_xml(value) says whether XML can carry one; it
-reads a JSON body's value with from_json(value), and a PATCH merges a value into the current
-one with merge(current, value). None, as the core's types have them: a value is written as
-text, as JSON writes it (a string as itself), and read and patched as it is."""
+"""A field's type: check(value) says what is wrong with a value, or None; from_text(text) is
+the value XML text spells, from_query(text) a filter's (?done=true), None if none (the 400 says
+query_words); a type that sorts is sorted and filtered by. Appendix B's json type alone has
+to_xml, in_xml, from_json and merge: the core writes a value as text and reads it as it is."""
 Type.__new__.__defaults__ = (None, None, None, None)  # to_xml, in_xml, from_json, merge
 
 TYPES = {
@@ -736,10 +731,8 @@ def check_field(resource, name, value, path_id, given):
 
 
 def validate(resource, pairs, *, path_id=None, partial=False, given=None):
-    """Check a body's (field, value) pairs and return the item's fields as a dict; one 422
-    lists every bad field. PUT and PATCH pass the path's id; `partial` (PATCH) leaves the
-    fields not given as they are, where a whole item (POST, PUT) has them none or default.
-    `given`: the fields a nested POST's path gives, which its body may leave out."""
+    """Check a body's (field, value) pairs and return the item's fields; one 422 lists every
+    bad field. PATCH's is `partial`; `given`, what a nested POST's path gives, may be left out."""
     fields, errors, seen, given = {}, [], set(), given or {}
     for name, value in pairs:
         problem = ("is given more than once" if name in seen
@@ -776,8 +769,7 @@ Filter = namedtuple("Filter", "field test values")
 
 
 def unique_key(field, value):
-    """A unique field's value as uniqueness sees it: ignoring ASCII case, as SQLite's NOCASE
-    does, where the field says so."""
+    """A unique field's value as uniqueness sees it: ignoring ASCII case if the field does."""
     return caseless_key(value) if field.ignores_case and value is not None else value
 
 
@@ -829,8 +821,7 @@ class MemoryStore:
 
     def create(self, fields, write=True, check=None):
         """Add an item with these {field: value}s, after check(item) has passed, and return
-        it; 409 if a unique value is taken. write=False checks the write, and makes it not
-        (as update and delete take it)."""
+        it; write=False, as update and delete take it, only checks (returning None)."""
         with self.lock:
             item = new_item(self.resource, self.last_id + 1, fields)
             if check is not None:
@@ -871,16 +862,14 @@ class MemoryStore:
             return current
 
     def check_unique(self, item):
-        """Raise the 409 if another item has a unique value of this one (the caller holds
-        the lock); a none is never taken."""
+        """Raise the 409 if another item has a unique value of this one; the caller locks."""
         for field in self.resource.unique:
             value = item[self.resource.position[field.name]]
             if value is not None and self.owner(field, value) not in (None, item.id):
                 raise Taken(self.resource, field, value)
 
     def owner(self, field, value):
-        """The id of the item that has this value of a unique field, or None (the caller
-        holds the lock): every item is looked at."""
+        """The id of the item with this value of a unique field, or None; the caller locks."""
         key, position = unique_key(field, value), self.resource.position[field.name]
         return next((other.id for other in self.items.values()
                      if unique_key(field, other[position]) == key), None)
@@ -926,8 +915,7 @@ def xml_bytes(element):
 
 
 def xml_element(tag, fields, children=(), writers={}):
-    """An element with a child per field that is not None, then the child elements; a field
-    named in `writers` (its type's to_xml) is written by it."""
+    """An element with a child per field that is not None (by its `writers`, if named there)."""
     element = ElementTree.Element(tag)
     for name, value in fields.items():
         if value is not None and name in writers:
@@ -951,14 +939,12 @@ def json_text(value):
 
 
 def item_document(resource, item):
-    """One item as the JSON object a client sees: its id and fields, paired with their names
-    in order; the version, last, is left out (it is in the ETag)."""
+    """One item as the JSON object a client sees: id and fields, not the version (the ETag's)."""
     return dict(zip(resource.columns, item[resource.shown:]))  # a singular one has no id
 
 
 def item_element(resource, item):
-    """One item as an XML element: <user><id>1</id><name>Ada</name>...</user>; a 406 when a
-    json field has a key that cannot name an element (JSON can carry it)."""
+    """One item as an XML element, <user><id>1</id>...</user>, or a 406 if XML cannot carry it."""
     for name in resource.in_xml:
         if not resource.in_xml[name](item[resource.position[name]]):
             raise ApiError(HTTPStatus.NOT_ACCEPTABLE, "The %s's %s has a key that is not an "
@@ -1185,8 +1171,7 @@ def sort_keys(resource, name, value):
 
 
 def query_value(resource, name, field_name, text):
-    """A filter's value as its field holds it, from the parameter `name`: an integer from
-    digits, a boolean from true or false; a 400 for a value of another type."""
+    """A filter's value (?done=true) as its field holds it; a 400 for a value of another type."""
     kind = TYPES[resource.fields_by_name[field_name].type]
     value = kind.from_query(text)
     if value is None:
