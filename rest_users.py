@@ -665,8 +665,7 @@ class Resource:
         self.sorted_by = ("id",) + tuple(field.name for field in self.fields
                                          if TYPES[field.type].sorts)
         self.sort_keys = tuple(sign + name for name in self.sorted_by for sign in ("", "-"))
-        self.list_parameters = (("limit", "offset", "sort") + self.sorted_by[1:]  # a filter
-                                + ("q",))  # per field
+        self.list_parameters = ("limit", "offset", "sort") + self.sorted_by[1:] + ("q",)
 
 
 USERS = Resource("users", [
@@ -929,13 +928,8 @@ def xml_element(tag, fields, children=(), writers={}):
 def add_xml_value(parent, name, value):
     """Add a value as a child element: text, as JSON writes it unless a string."""
     child = ElementTree.SubElement(parent, name)
-    child.text = value if isinstance(value, str) else json_text(value)
+    child.text = value if isinstance(value, str) else JSON_ENCODER.encode(value)  # true, 2.5
     return child
-
-
-def json_text(value):
-    """A value that is not a string, as JSON writes it: true, 3, 2.5."""
-    return JSON_ENCODER.encode(value)
 
 
 def item_document(resource, item):
@@ -970,8 +964,7 @@ def render_items(resource, items, fmt, document=item_document, element=item_elem
 
 class Related:
     """What a request's route and query add to its items: nothing, in the core. Appendix C's
-    References add: a nested route (/users/1/todos) gives fields and its links' path, and
-    _embed and _expand (pairs the links keep) add items to each document and element."""
+    References add a nested route's fields and path (/users/1/todos), and _embed and _expand."""
 
     given, path, pairs = {}, None, ()  # no path: the resource's own, /users
     document, element = staticmethod(item_document), staticmethod(item_element)
@@ -3278,8 +3271,9 @@ class DialectQuery:
                 self.q.append(wanted)
             elif field in self.resource.sorted_by and all(
                     type(value) in (str, int, bool) for value in values):
-                self.add_filter("filter", field, "eq", [value if isinstance(value, str) else
-                                                        json_text(value) for value in values])
+                self.add_filter("filter", field, "eq", [
+                    value if isinstance(value, str) else JSON_ENCODER.encode(value)
+                    for value in values])
             else:
                 raise bad_query('filter must be a JSON object of "q" or a field (%s), with a '
                                 'value or a list of values; %s is not.' % (
