@@ -608,9 +608,8 @@ TYPES = {
     "boolean": Type(check_boolean, boolean_from_text, boolean_from_text, "true or false", True),
 }
 
-# The same rules as JSON Schema patterns, for the API description: no control characters
-# or non-characters; a name not only white space (Python's str.isspace() counts U+0085 as
-# space, ECMAScript's \s does not); one @ in an email.
+# The same rules as JSON Schema patterns, for the API description (U+0085 is white space to
+# Python's str.isspace(), not to ECMAScript's \s).
 PATTERN_CHARACTER = "[^\\u0000-\\u001f\\u007f\\ufffe\\uffff]"
 PATTERN_VISIBLE = "[^\\s\\u0000-\\u001f\\u007f\\u0085\\ufffe\\uffff]"
 PATTERN_EMAIL_PART = "[^@\\s\\u0000-\\u001f\\u007f\\u0085\\ufffe\\uffff]+"
@@ -704,18 +703,8 @@ def check_id(value, path_id):
     return None
 
 
-def check_value(field, value):
-    """Say what is wrong with a field's value: its type, its length, then its own check."""
-    problem = TYPES[field.type].check(value)
-    if problem is None and field.max_length is not None and len(value) > field.max_length:
-        problem = "must be at most %d characters long" % field.max_length
-    if problem is None and field.check is not None:
-        problem = field.check(value)
-    return problem
-
-
 def check_field(resource, name, value, path_id, given):
-    """Say what is wrong with one (field, value) of a body, or return None."""
+    """Say what is wrong with one (field, value) of a body: type, length, then its own check."""
     if name == "id":
         return check_id(value, path_id)
     if name in given:  # the path says it: /users/1/todos gives userId 1
@@ -726,7 +715,12 @@ def check_field(resource, name, value, path_id, given):
             resource.field_names) if resource.fields else "it has none")
     if value is None and not field.required and field.default is None:
         return None  # an optional field's none: left out, or removed by a merge patch
-    return check_value(field, value)
+    problem = TYPES[field.type].check(value)
+    if problem is None and field.max_length is not None and len(value) > field.max_length:
+        problem = "must be at most %d characters long" % field.max_length
+    if problem is None and field.check is not None:
+        problem = field.check(value)
+    return problem
 
 
 def validate(resource, pairs, *, path_id=None, partial=False, given=None):
