@@ -835,10 +835,9 @@ class MemoryStore:
                 raise NotFound(self.resource, item_id)
             item = current._replace(version=current.version + 1, **change(current))
             self.check_unique(item)
-            if not write:
-                return item
-            self.items[item_id] = item
-            self.changes += 1
+            if write:
+                self.items[item_id] = item
+                self.changes += 1
             return item
 
     def delete(self, item_id, check, write=True):
@@ -848,10 +847,9 @@ class MemoryStore:
             if current is None:
                 raise NotFound(self.resource, item_id)
             check(current)
-            if not write:
-                return current
-            del self.items[item_id]
-            self.changes += 1
+            if write:
+                del self.items[item_id]
+                self.changes += 1
             return current
 
     def check_unique(self, item):
@@ -1059,8 +1057,7 @@ def choose_format(accept):
     if not accept or not accept.strip():
         return JSON
     ranges = parse_accept(accept)
-    json_q, application_xml_q, text_xml_q = (quality(media_type, ranges)
-                                             for media_type in MEDIA_TYPES)
+    json_q, application_xml_q, text_xml_q = [quality(each, ranges) for each in MEDIA_TYPES]
     xml = TEXT_XML if text_xml_q > application_xml_q else XML
     xml_q = max(application_xml_q, text_xml_q)
     # A browser's address bar ranks text/html first and XML above */*: it gets JSON, which
