@@ -1082,10 +1082,8 @@ def etag_matches(header, tag, *, weak):
 class BadQuery(ApiError):
     """400: a list's query string is wrong; the handler adds where to read of it (query_help)."""
 
-
-def bad_query(detail):
-    """A 400 about the query string of a list, GET /users."""
-    return BadQuery(HTTPStatus.BAD_REQUEST, detail)
+    def __init__(self, detail):
+        super().__init__(HTTPStatus.BAD_REQUEST, detail)
 
 
 def query_help(resource):
@@ -1101,8 +1099,8 @@ def integer_parameter(parameters, name, default, low, high):
     if value is None:
         return default
     if not DIGITS.fullmatch(value) or len(value) > 19 or not low <= int(value) <= high:
-        raise bad_query("The query parameter %s must be a whole number from %d to %d, in "
-                        "digits." % (name, low, high))
+        raise BadQuery("The query parameter %s must be a whole number from %d to %d, in "
+                       "digits." % (name, low, high))
     return int(value)
 
 
@@ -1111,10 +1109,10 @@ def query_pairs(query):
     try:
         pairs = parse_qsl(query, keep_blank_values=True, errors="strict")
     except UnicodeDecodeError:
-        raise bad_query("The query string is not valid UTF-8 once percent-decoded.") from None
+        raise BadQuery("The query string is not valid UTF-8 once percent-decoded.") from None
     empty = dict.fromkeys(printable(name) for name, value in pairs if value == "")
     if empty:
-        raise bad_query("The query parameter %s is empty." % ", ".join(empty))
+        raise BadQuery("The query parameter %s is empty." % ", ".join(empty))
     return pairs
 
 
@@ -1122,7 +1120,7 @@ def refuse_unknown(unknown, known):
     """A 400 naming every unknown parameter, if there is one, and those the list takes."""
     unknown = dict.fromkeys(printable(name) for name in unknown)
     if unknown:
-        raise bad_query("Unknown query parameter%s %s; the list takes %s." % (
+        raise BadQuery("Unknown query parameter%s %s; the list takes %s." % (
             "s" if len(unknown) > 1 else "", ", ".join(unknown), ", ".join(known)))
 
 
@@ -1133,7 +1131,7 @@ def parse_list_query(resource, pairs):
     parameters = {}
     for name, value in pairs:
         if name in parameters:
-            raise bad_query("The query parameter %s is given more than once." % name)
+            raise BadQuery("The query parameter %s is given more than once." % name)
         parameters[name] = value
     return ListQuery(limit=integer_parameter(parameters, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT),
                      offset=integer_parameter(parameters, "offset", 0, 0, MAX_ID),
@@ -1149,7 +1147,7 @@ def sort_keys(resource, name, value):
     keys = tuple(value.split(","))
     for key in keys:
         if key not in resource.sort_keys:
-            raise bad_query("%s takes keys from %s, comma-separated; %s is not one." % (
+            raise BadQuery("%s takes keys from %s, comma-separated; %s is not one." % (
                 name, ", ".join(resource.sort_keys), printable(key) or "an empty key"))
     return keys
 
@@ -1159,7 +1157,7 @@ def query_value(resource, name, field_name, text):
     kind = TYPES[resource.fields_by_name[field_name].type]
     value = kind.from_query(text)
     if value is None:
-        raise bad_query("%s compares %s values: %s, not %s." % (
+        raise BadQuery("%s compares %s values: %s, not %s." % (
             printable(name), field_name, kind.query_words, printable(text)))
     return value
 
@@ -2384,8 +2382,8 @@ def json_names(text):
     except ValueError:
         names = None
     if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
-        raise bad_query('embed must be a JSON array of names, like ["todos"], not %s.'
-                        % printable(text))
+        raise BadQuery('embed must be a JSON array of names, like ["todos"], not %s.'
+                       % printable(text))
     return names
 
 
@@ -2463,7 +2461,7 @@ def read_related(resource, resources, pairs):
         for name in names if parameter in RELATED else ():
             found = children.get(name) if parameter != "_expand" else None
             if found is None and name not in referred:
-                raise bad_query("%s takes %s, not %s." % (parameter, in_words(
+                raise BadQuery("%s takes %s, not %s." % (parameter, in_words(
                     list(children if parameter != "_expand" else ()) + list(referred), "or")
                     or "nothing here", printable(str(name))))
             other, field = found or referred[name]
@@ -3180,8 +3178,8 @@ class DialectQuery:
         for name in (name for name, _, kind in kinds if kind is None):
             field = name.partition(":")[0] if ":" in name else split_suffix(name)[0]
             if field in resource.from_json:
-                raise bad_query("%s is a json field, which the list neither filters nor sorts "
-                                "by; %s is not taken." % (field, printable(name)))
+                raise BadQuery("%s is a json field, which the list neither filters nor sorts "
+                               "by; %s is not taken." % (field, printable(name)))
         refuse_unknown([name for name, _, kind in kinds if kind is None],
                        dialect_parameters(resource))
         for name, value, kind in kinds:
@@ -3196,7 +3194,7 @@ class DialectQuery:
     def read(self, name, value, kind):
         """Keep one parameter: a way of paging or sorting, q, or a filter, which may repeat."""
         if name in self.given and isinstance(kind, str):
-            raise bad_query("The query parameter %s is given more than once." % name)
+            raise BadQuery("The query parameter %s is given more than once." % name)
         self.given.setdefault(name, value)
         if kind == "q":
             self.q.append(value)
@@ -3209,7 +3207,7 @@ class DialectQuery:
     def list_query(self):
         """The ListQuery these parameters ask for."""
         if len(self.q) > 1:
-            raise bad_query("q is given both as q and in filter; give it once.")
+            raise BadQuery("q is given both as q and in filter; give it once.")
         offset, limit = self.page()
         return ListQuery(limit=limit, offset=offset, sort=self.sort_keys(),
                          q=self.q[0] if self.q else None,
@@ -3224,10 +3222,10 @@ class DialectQuery:
         for name in given:
             if common is not None and not common & WAYS[name]:
                 other = next(other for other in given if not WAYS[other] & WAYS[name])
-                raise bad_query("%s and %s are two ways of %s; use one." % (other, name, purpose))
+                raise BadQuery("%s and %s are two ways of %s; use one." % (other, name, purpose))
             common = WAYS[name] if common is None else common & WAYS[name]
         if "_order" in given and "_sort" not in given:
-            raise bad_query("_order needs _sort, the keys it orders.")
+            raise BadQuery("_order needs _sort, the keys it orders.")
         return min(common) if common else None  # "page" for _page alone: 0.17's bare list
 
     def page(self):
@@ -3266,8 +3264,8 @@ class DialectQuery:
                     value if isinstance(value, str) else JSON_ENCODER.encode(value)
                     for value in values])
             else:
-                raise bad_query('filter must be a JSON object of "q" or a field (%s), with a '
-                                'value or a list of values; %s is not.' % (
+                raise BadQuery('filter must be a JSON object of "q" or a field (%s), with a '
+                               'value or a list of values; %s is not.' % (
                                     ", ".join(self.resource.sorted_by),
                                     printable(json.dumps(field))))
 
@@ -3284,13 +3282,13 @@ def dialect_value(resource, name, field_name, text):
     """A dialect's filter value: an id, which the dialects alone filter by, or a field's
     value as the core's list reads it; an empty one (in=1,,2) is a 400."""
     if text == "":
-        raise bad_query("%s has an empty value." % printable(name))
+        raise BadQuery("%s has an empty value." % printable(name))
     if field_name != "id":
         return query_value(resource, name, field_name, text)
     if DIGITS.fullmatch(text) and len(text) <= 19 and int(text) <= MAX_ID:  # never negative
         return int(text)
-    raise bad_query("%s compares ids: whole numbers from 0 to %d, not %s."
-                    % (printable(name), MAX_ID, printable(text)))
+    raise BadQuery("%s compares ids: whole numbers from 0 to %d, not %s."
+                   % (printable(name), MAX_ID, printable(text)))
 
 
 def range_page(resource, text):
@@ -3298,8 +3296,8 @@ def range_page(resource, text):
     first, last = json_parameter("range", text, list)
     if not (all(type(n) is int and 0 <= n <= MAX_ID for n in (first, last))
             and 1 <= last - first + 1 <= MAX_LIMIT):
-        raise bad_query("range must be [first, last]: whole numbers, first from 0, and 1 to "
-                        "%d %s from first to last." % (MAX_LIMIT, resource.collection))
+        raise BadQuery("range must be [first, last]: whole numbers, first from 0, and 1 to "
+                       "%d %s from first to last." % (MAX_LIMIT, resource.collection))
     return first, last - first + 1
 
 
@@ -3310,7 +3308,7 @@ def start_page(given):
         return start, integer_parameter(given, "_limit", DEFAULT_LIMIT, 1, MAX_LIMIT)
     end = integer_parameter(given, "_end", None, 0, MAX_ID)
     if not 1 <= end - start <= MAX_LIMIT:
-        raise bad_query("_end must be 1 to %d more than _start." % MAX_LIMIT)
+        raise BadQuery("_end must be 1 to %d more than _start." % MAX_LIMIT)
     return start, end - start
 
 
@@ -3318,8 +3316,8 @@ def json_sort_key(resource, text):
     """react-admin's sort=["name", "DESC"] as the core's sort key, "-name"."""
     field, order = json_parameter("sort", text, list)
     if field not in resource.sorted_by or order not in ("ASC", "DESC", "asc", "desc"):
-        raise bad_query('sort must be ["FIELD", "ASC" or "DESC"], FIELD one of %s.'
-                        % ", ".join(resource.sorted_by))
+        raise BadQuery('sort must be ["FIELD", "ASC" or "DESC"], FIELD one of %s.'
+                       % ", ".join(resource.sorted_by))
     return ("-" if order.upper() == "DESC" else "") + field
 
 
@@ -3328,8 +3326,8 @@ def ordered_keys(keys, text):
     orders = text.lower().split(",")
     if len(orders) > len(keys) or any(key[0] == "-" for key in keys) or any(
             order not in ("asc", "desc") for order in orders):
-        raise bad_query("_order must be asc or desc for each key of _sort, comma-separated (and "
-                        "_sort's keys then have no -), not %s." % printable(text))
+        raise BadQuery("_order must be asc or desc for each key of _sort, comma-separated (and "
+                       "_sort's keys then have no -), not %s." % printable(text))
     orders += ["asc"] * (len(keys) - len(orders))
     return tuple(("-" if order == "desc" else "") + key for key, order in zip(keys, orders))
 
@@ -3369,8 +3367,8 @@ def json_parameter(name, text, kind):
     except ValueError:
         value = None
     if not isinstance(value, kind) or (kind is list and len(value) != 2):
-        raise bad_query("%s must be JSON like %s, not %s." % (name, JSON_SHAPES[name],
-                                                               printable(text)))
+        raise BadQuery("%s must be JSON like %s, not %s." % (name, JSON_SHAPES[name],
+                                                              printable(text)))
     return value
 
 
