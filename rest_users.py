@@ -618,8 +618,7 @@ PATTERN_EMAIL_PART = "[^@\\s\\u0000-\\u001f\\u007f\\u0085\\ufffe\\uffff]+"
 class Field:
     """A field: its name and type. It is `required`, has a `default`, or is optional (its
     none: JSON null, no XML element, SQL NULL). `unique`, `ignores_case` (ASCII, as NOCASE),
-    `searched` by q, `refers_to` a collection; `check`: what else is wrong with a value;
-    `fake`: a made-up value for an id; `schema`: more JSON Schema for the API description."""
+    `searched` by q, `refers_to` a collection; `check`: what else is wrong; `fake(id)`: a value."""
 
     def __init__(self, name, type="string", *, required=False, default=None,
                  unique=False, ignores_case=False, searched=None, refers_to=None,
@@ -870,11 +869,9 @@ class MemoryStore:
 
 
 def has_text(resource, item, text):
-    """Whether a searched field of the item contains the text, ignoring case as
-    str.casefold() does on both sides ("LOVE" is in "Ada Lovelace")."""
+    """Whether a searched field has the text, casefolded on both sides: "LOVE" in "Ada Lovelace"."""
     values = [item[resource.position[name]] for name in resource.searched]
-    return any(text.casefold() in value.casefold() for value in values
-               if isinstance(value, str))
+    return any(text.casefold() in value.casefold() for value in values if isinstance(value, str))
 
 
 def sort_value(resource, name):
