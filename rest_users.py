@@ -561,6 +561,7 @@ def check_boolean(value):
 
 
 JSON_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?")
+BOOLEANS = {"true": True, "false": False}  # as XML text and a filter spell them
 
 
 def integer_from_text(text):
@@ -586,11 +587,6 @@ def number_from_query(text):
     return float(value) if type(value) is int and check_number(value) else value
 
 
-def boolean_from_text(text):
-    """A boolean as XML text and a filter spell it, true or false, or None."""
-    return text == "true" if text in ("true", "false") else None
-
-
 Type = namedtuple("Type", "check from_text from_query query_words sorts to_xml in_xml "
                          "from_json merge")
 """A field's type: check(value) says what is wrong with a value, or None; from_text(text) is
@@ -605,7 +601,7 @@ TYPES = {
                     "whole numbers from %d to %d" % (-MAX_ID - 1, MAX_ID), True),
     "number": Type(check_number, number_from_text, number_from_query,
                    "numbers as JSON writes them", True),
-    "boolean": Type(check_boolean, boolean_from_text, boolean_from_text, "true or false", True),
+    "boolean": Type(check_boolean, BOOLEANS.get, BOOLEANS.get, "true or false", True),
 }
 
 # The same rules as JSON Schema patterns, for the API description (U+0085 is white space to
