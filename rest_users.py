@@ -1126,13 +1126,12 @@ def parse_list_query(resource, pairs):
         if name in parameters:
             raise BadQuery("The query parameter %s is given more than once." % name)
         parameters[name] = value
-    return ListQuery(limit=integer_parameter(parameters, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT),
-                     offset=integer_parameter(parameters, "offset", 0, 0, MAX_ID),
-                     sort=sort_keys(resource, "sort", parameters.get("sort", "id")),
-                     q=parameters.get("q"), filters=tuple(
-                         Filter(field, "eq", (query_value(resource, field, field,
-                                                          parameters[field]),))
-                         for field in resource.field_names if field in parameters))
+    limit = integer_parameter(parameters, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT)
+    offset = integer_parameter(parameters, "offset", 0, 0, MAX_ID)
+    sort = sort_keys(resource, "sort", parameters.get("sort", "id"))
+    filters = tuple(Filter(name, "eq", (query_value(resource, name, name, parameters[name]),))
+                    for name in resource.field_names if name in parameters)
+    return ListQuery(limit, offset, sort, filters, parameters.get("q"))
 
 
 def sort_keys(resource, name, value):
