@@ -1018,8 +1018,8 @@ def parse_content_type(value):
 
 # -- Content negotiation, conditional requests and the query string of GET /users ----------
 def parse_accept(header):
-    """Parse an Accept header into (type, subtype, q) ranges; a malformed range is skipped."""
-    ranges = []
+    """An Accept header as {(type, subtype): q}, each range's first q; a malformed one skipped."""
+    ranges = {}
     for media_range in header.lower().split(","):
         media_type, *parameters = media_range.split(";")
         main, _, sub = media_type.strip().partition("/")
@@ -1032,17 +1032,14 @@ def parse_accept(header):
                 except ValueError:
                     q = -1.0
         if main and sub and 0.0 <= q <= 1.0:
-            ranges.append((main, sub, q))
+            ranges.setdefault((main, sub), q)
     return ranges
 
 
 def quality(media_type, ranges):
     """The q the ranges give a media type: that of the most specific match (RFC 9110 §12.5.1)."""
     main, sub = media_type.split("/")
-    specificity = {(main, sub): 2, (main, "*"): 1, ("*", "*"): 0}
-    matches = [(specificity[range_main, range_sub], q) for range_main, range_sub, q in ranges
-               if (range_main, range_sub) in specificity]
-    return max(matches, key=lambda match: match[0])[1] if matches else 0.0
+    return ranges.get((main, sub), ranges.get((main, "*"), ranges.get(("*", "*"), 0.0)))
 
 
 def choose_format(accept):
