@@ -494,7 +494,7 @@ WHITE_SPACE = re.compile(r"\s")  # the characters str.isspace() takes
 
 def caseless_key(text):
     """Text as a caseless field (an email) compares it: ASCII letters in lower case, as NOCASE."""
-    return text if text.lower() == text else text.translate(ASCII_LOWERCASE)  # kept once
+    return text if text.lower() == text else text.translate(ASCII_LOWERCASE)  # no second copy
 
 
 def printable(text):
@@ -612,9 +612,9 @@ PATTERN_EMAIL_PART = "[^@\\s\\u0000-\\u001f\\u007f\\u0085\\ufffe\\uffff]+"
 
 
 class Field:
-    """A field: its name and type. It is `required`, has a `default`, or is optional (its
-    none: JSON null, no XML element, SQL NULL). `unique`, `ignores_case` (ASCII, as NOCASE),
-    `searched` by q, `refers_to` a collection; `check`: what else is wrong; `fake(id)`: a value."""
+    """A field: its name and type; `required`, with a `default`, or optional (its none: JSON
+    null, no XML element, SQL NULL); `unique`, `ignores_case` (ASCII, as NOCASE), `searched` by
+    q, `refers_to` a collection; `check`: what else is wrong; `fake(id)`: a made-up value."""
 
     def __init__(self, name, type="string", *, required=False, default=None,
                  unique=False, ignores_case=False, searched=None, refers_to=None,
