@@ -480,9 +480,8 @@ WHITE_SPACE = re.compile(r"\s")  # the characters str.isspace() takes
 
 
 def caseless_key(text):
-    """Text as a caseless field compares it (an email): ASCII letters folded to lower case,
-    as SQLite's NOCASE folds them; text in lower case already is its own key, kept once."""
-    return text if text.lower() == text else text.translate(ASCII_LOWERCASE)
+    """Text as a caseless field (an email) compares it: ASCII letters in lower case, as NOCASE."""
+    return text if text.lower() == text else text.translate(ASCII_LOWERCASE)  # no second copy
 
 
 def printable(text):
@@ -549,6 +548,7 @@ def check_boolean(value):
 
 
 JSON_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?")
+BOOLEANS = {"true": True, "false": False}  # as XML text and a filter spell them
 
 
 def integer_from_text(text):
@@ -574,21 +574,12 @@ def number_from_query(text):
     return float(value) if type(value) is int and check_number(value) else value
 
 
-def boolean_from_text(text):
-    """A boolean as XML text and a filter spell it, true or false, or None."""
-    return text == "true" if text in ("true", "false") else None
-
-
 Type = namedtuple("Type", "check from_text from_query query_words sorts to_xml in_xml "
                          "from_json merge")
-"""A field's type: check(value) says what is wrong with a value (or None); from_text(text),
-the value XML text spells, and from_query(text), a filter's (?done=true), are None when the
-text spells none, which a filter's 400 names by query_words; a type that `sorts` is sorted
-and filtered by. A type whose values may be objects and arrays (Appendix B's json) writes
-them with to_xml(parent, name, value), and in_xml(value) says whether XML can carry one; it
-reads a JSON body's value with from_json(value), and a PATCH merges a value into the current
-one with merge(current, value). None, as the core's types have them: a value is written as
-text, as JSON writes it (a string as itself), and read and patched as it is."""
+"""A field's type: check(value) says what is wrong with a value, or None; from_text(text) is
+the value XML text spells, from_query(text) a filter's (?done=true), None if none (the 400 says
+query_words); a type that sorts is sorted and filtered by. Appendix B's json type alone has
+to_xml, in_xml, from_json and merge: the core writes a value as text and reads it as it is."""
 Type.__new__.__defaults__ = (None, None, None, None)  # to_xml, in_xml, from_json, merge
 
 TYPES = {
@@ -597,22 +588,20 @@ TYPES = {
                     "whole numbers from %d to %d" % (-MAX_ID - 1, MAX_ID), True),
     "number": Type(check_number, number_from_text, number_from_query,
                    "numbers as JSON writes them", True),
-    "boolean": Type(check_boolean, boolean_from_text, boolean_from_text, "true or false", True),
+    "boolean": Type(check_boolean, BOOLEANS.get, BOOLEANS.get, "true or false", True),
 }
 
-# The same rules as JSON Schema patterns, for the API description: no control characters
-# or non-characters; a name not only white space (Python's str.isspace() counts U+0085 as
-# space, ECMAScript's \s does not); one @ in an email.
+# The same rules as JSON Schema patterns, for the API description (U+0085 is white space to
+# Python's str.isspace(), not to ECMAScript's \s).
 PATTERN_CHARACTER = "[^\\u0000-\\u001f\\u007f\\ufffe\\uffff]"
 PATTERN_VISIBLE = "[^\\s\\u0000-\\u001f\\u007f\\u0085\\ufffe\\uffff]"
 PATTERN_EMAIL_PART = "[^@\\s\\u0000-\\u001f\\u007f\\u0085\\ufffe\\uffff]+"
 
 
 class Field:
-    """A field: its name and type. It is `required`, has a `default`, or is optional (its
-    none: JSON null, no XML element, SQL NULL). `unique`, `ignores_case` (ASCII, as NOCASE),
-    `searched` by q, `refers_to` a collection; `check`: what else is wrong with a value;
-    `fake`: a made-up value for an id; `schema`: more JSON Schema for the API description."""
+    """A field: its name and type; `required`, with a `default`, or optional (its none: JSON
+    null, no XML element, SQL NULL); `unique`, `ignores_case` (ASCII, as NOCASE), `searched` by
+    q, `refers_to` a collection; `check`: what else is wrong; `fake(id)`: a made-up value."""
 
     def __init__(self, name, type="string", *, required=False, default=None,
                  unique=False, ignores_case=False, searched=None, refers_to=None,
@@ -657,8 +646,7 @@ class Resource:
         self.sorted_by = ("id",) + tuple(field.name for field in self.fields
                                          if TYPES[field.type].sorts)
         self.sort_keys = tuple(sign + name for name in self.sorted_by for sign in ("", "-"))
-        self.list_parameters = (("limit", "offset", "sort") + self.sorted_by[1:]  # a filter
-                                + ("q",))  # per field
+        self.list_parameters = ("limit", "offset", "sort") + self.sorted_by[1:] + ("q",)
 
 
 USERS = Resource("users", [
@@ -697,18 +685,8 @@ def check_id(value, path_id):
     return None
 
 
-def check_value(field, value):
-    """Say what is wrong with a field's value: its type, its length, then its own check."""
-    problem = TYPES[field.type].check(value)
-    if problem is None and field.max_length is not None and len(value) > field.max_length:
-        problem = "must be at most %d characters long" % field.max_length
-    if problem is None and field.check is not None:
-        problem = field.check(value)
-    return problem
-
-
 def check_field(resource, name, value, path_id, given):
-    """Say what is wrong with one (field, value) of a body, or return None."""
+    """Say what is wrong with one (field, value) of a body: type, length, then its own check."""
     if name == "id":
         return check_id(value, path_id)
     if name in given:  # the path says it: /users/1/todos gives userId 1
@@ -719,14 +697,17 @@ def check_field(resource, name, value, path_id, given):
             resource.field_names) if resource.fields else "it has none")
     if value is None and not field.required and field.default is None:
         return None  # an optional field's none: left out, or removed by a merge patch
-    return check_value(field, value)
+    problem = TYPES[field.type].check(value)
+    if problem is None and field.max_length is not None and len(value) > field.max_length:
+        problem = "must be at most %d characters long" % field.max_length
+    if problem is None and field.check is not None:
+        problem = field.check(value)
+    return problem
 
 
 def validate(resource, pairs, *, path_id=None, partial=False, given=None):
-    """Check a body's (field, value) pairs and return the item's fields as a dict; one 422
-    lists every bad field. PUT and PATCH pass the path's id; `partial` (PATCH) leaves the
-    fields not given as they are, where a whole item (POST, PUT) has them none or default.
-    `given`: the fields a nested POST's path gives, which its body may leave out."""
+    """Check a body's (field, value) pairs and return the item's fields; one 422 lists every
+    bad field. PATCH's is `partial`; `given`, what a nested POST's path gives, may be left out."""
     fields, errors, seen, given = {}, [], set(), given or {}
     for name, value in pairs:
         problem = ("is given more than once" if name in seen
@@ -763,8 +744,7 @@ Filter = namedtuple("Filter", "field test values")
 
 
 def unique_key(field, value):
-    """A unique field's value as uniqueness sees it: ignoring ASCII case, as SQLite's NOCASE
-    does, where the field says so."""
+    """A unique field's value as uniqueness sees it: ignoring ASCII case if the field does."""
     return caseless_key(value) if field.ignores_case and value is not None else value
 
 
@@ -816,8 +796,7 @@ class MemoryStore:
 
     def create(self, fields, write=True, check=None):
         """Add an item with these {field: value}s, after check(item) has passed, and return
-        it; 409 if a unique value is taken. write=False checks the write, and makes it not
-        (as update and delete take it)."""
+        it; write=False, as update and delete take it, only checks (returning None)."""
         with self.lock:
             item = new_item(self.resource, self.last_id + 1, fields)
             if check is not None:
@@ -838,10 +817,9 @@ class MemoryStore:
                 raise NotFound(self.resource, item_id)
             item = current._replace(version=current.version + 1, **change(current))
             self.check_unique(item)
-            if not write:
-                return item
-            self.items[item_id] = item
-            self.changes += 1
+            if write:
+                self.items[item_id] = item
+                self.changes += 1
             return item
 
     def delete(self, item_id, check, write=True):
@@ -851,23 +829,20 @@ class MemoryStore:
             if current is None:
                 raise NotFound(self.resource, item_id)
             check(current)
-            if not write:
-                return current
-            del self.items[item_id]
-            self.changes += 1
+            if write:
+                del self.items[item_id]
+                self.changes += 1
             return current
 
     def check_unique(self, item):
-        """Raise the 409 if another item has a unique value of this one (the caller holds
-        the lock); a none is never taken."""
+        """Raise the 409 if another item has a unique value of this one; the caller locks."""
         for field in self.resource.unique:
             value = item[self.resource.position[field.name]]
             if value is not None and self.owner(field, value) not in (None, item.id):
                 raise Taken(self.resource, field, value)
 
     def owner(self, field, value):
-        """The id of the item that has this value of a unique field, or None (the caller
-        holds the lock): every item is looked at."""
+        """The id of the item with this value of a unique field, or None; the caller locks."""
         key, position = unique_key(field, value), self.resource.position[field.name]
         return next((other.id for other in self.items.values()
                      if unique_key(field, other[position]) == key), None)
@@ -877,11 +852,9 @@ class MemoryStore:
 
 
 def has_text(resource, item, text):
-    """Whether a searched field of the item contains the text, ignoring case as
-    str.casefold() does on both sides ("LOVE" is in "Ada Lovelace")."""
+    """Whether a searched field has the text, casefolded on both sides: "LOVE" in "Ada Lovelace"."""
     values = [item[resource.position[name]] for name in resource.searched]
-    return any(text.casefold() in value.casefold() for value in values
-               if isinstance(value, str))
+    return any(text.casefold() in value.casefold() for value in values if isinstance(value, str))
 
 
 def sort_value(resource, name):
@@ -913,8 +886,7 @@ def xml_bytes(element):
 
 
 def xml_element(tag, fields, children=(), writers={}):
-    """An element with a child per field that is not None, then the child elements; a field
-    named in `writers` (its type's to_xml) is written by it."""
+    """An element with a child per field that is not None (by its `writers`, if named there)."""
     element = ElementTree.Element(tag)
     for name, value in fields.items():
         if value is not None and name in writers:
@@ -928,24 +900,17 @@ def xml_element(tag, fields, children=(), writers={}):
 def add_xml_value(parent, name, value):
     """Add a value as a child element: text, as JSON writes it unless a string."""
     child = ElementTree.SubElement(parent, name)
-    child.text = value if isinstance(value, str) else json_text(value)
+    child.text = value if isinstance(value, str) else JSON_ENCODER.encode(value)  # true, 2.5
     return child
 
 
-def json_text(value):
-    """A value that is not a string, as JSON writes it: true, 3, 2.5."""
-    return JSON_ENCODER.encode(value)
-
-
 def item_document(resource, item):
-    """One item as the JSON object a client sees: its id and fields, paired with their names
-    in order; the version, last, is left out (it is in the ETag)."""
+    """One item as the JSON object a client sees: id and fields, not the version (the ETag's)."""
     return dict(zip(resource.columns, item[resource.shown:]))  # a singular one has no id
 
 
 def item_element(resource, item):
-    """One item as an XML element: <user><id>1</id><name>Ada</name>...</user>; a 406 when a
-    json field has a key that cannot name an element (JSON can carry it)."""
+    """One item as an XML element, <user><id>1</id>...</user>, or a 406 if XML cannot carry it."""
     for name in resource.in_xml:
         if not resource.in_xml[name](item[resource.position[name]]):
             raise ApiError(HTTPStatus.NOT_ACCEPTABLE, "The %s's %s has a key that is not an "
@@ -971,8 +936,7 @@ def render_items(resource, items, fmt, document=item_document, element=item_elem
 
 class Related:
     """What a request's route and query add to its items: nothing, in the core. Appendix C's
-    References add: a nested route (/users/1/todos) gives fields and its links' path, and
-    _embed and _expand (pairs the links keep) add items to each document and element."""
+    References add a nested route's fields and path (/users/1/todos), and _embed and _expand."""
 
     given, path, pairs = {}, None, ()  # no path: the resource's own, /users
     document, element = staticmethod(item_document), staticmethod(item_element)
@@ -1041,8 +1005,8 @@ def parse_content_type(value):
 
 # -- Content negotiation, conditional requests and the query string of GET /users ----------
 def parse_accept(header):
-    """Parse an Accept header into (type, subtype, q) ranges; a malformed range is skipped."""
-    ranges = []
+    """An Accept header as {(type, subtype): q}, each range's first q; a malformed one skipped."""
+    ranges = {}
     for media_range in header.lower().split(","):
         media_type, *parameters = media_range.split(";")
         main, _, sub = media_type.strip().partition("/")
@@ -1055,17 +1019,14 @@ def parse_accept(header):
                 except ValueError:
                     q = -1.0
         if main and sub and 0.0 <= q <= 1.0:
-            ranges.append((main, sub, q))
+            ranges.setdefault((main, sub), q)
     return ranges
 
 
 def quality(media_type, ranges):
     """The q the ranges give a media type: that of the most specific match (RFC 9110 §12.5.1)."""
     main, sub = media_type.split("/")
-    specificity = {(main, sub): 2, (main, "*"): 1, ("*", "*"): 0}
-    matches = [(specificity[range_main, range_sub], q) for range_main, range_sub, q in ranges
-               if (range_main, range_sub) in specificity]
-    return max(matches, key=lambda match: match[0])[1] if matches else 0.0
+    return ranges.get((main, sub), ranges.get((main, "*"), ranges.get(("*", "*"), 0.0)))
 
 
 def choose_format(accept):
@@ -1073,8 +1034,7 @@ def choose_format(accept):
     if not accept or not accept.strip():
         return JSON
     ranges = parse_accept(accept)
-    json_q, application_xml_q, text_xml_q = (quality(media_type, ranges)
-                                             for media_type in MEDIA_TYPES)
+    json_q, application_xml_q, text_xml_q = [quality(each, ranges) for each in MEDIA_TYPES]
     xml = TEXT_XML if text_xml_q > application_xml_q else XML
     xml_q = max(application_xml_q, text_xml_q)
     # A browser's address bar ranks text/html first and XML above */*: it gets JSON, which
@@ -1099,10 +1059,8 @@ def etag_matches(header, tag, *, weak):
 class BadQuery(ApiError):
     """400: a list's query string is wrong; the handler adds where to read of it (query_help)."""
 
-
-def bad_query(detail):
-    """A 400 about the query string of a list, GET /users."""
-    return BadQuery(HTTPStatus.BAD_REQUEST, detail)
+    def __init__(self, detail):
+        super().__init__(HTTPStatus.BAD_REQUEST, detail)
 
 
 def query_help(resource):
@@ -1118,8 +1076,8 @@ def integer_parameter(parameters, name, default, low, high):
     if value is None:
         return default
     if not DIGITS.fullmatch(value) or len(value) > 19 or not low <= int(value) <= high:
-        raise bad_query("The query parameter %s must be a whole number from %d to %d, in "
-                        "digits." % (name, low, high))
+        raise BadQuery("The query parameter %s must be a whole number from %d to %d, in "
+                       "digits." % (name, low, high))
     return int(value)
 
 
@@ -1128,10 +1086,10 @@ def query_pairs(query):
     try:
         pairs = parse_qsl(query, keep_blank_values=True, errors="strict")
     except UnicodeDecodeError:
-        raise bad_query("The query string is not valid UTF-8 once percent-decoded.") from None
+        raise BadQuery("The query string is not valid UTF-8 once percent-decoded.") from None
     empty = dict.fromkeys(printable(name) for name, value in pairs if value == "")
     if empty:
-        raise bad_query("The query parameter %s is empty." % ", ".join(empty))
+        raise BadQuery("The query parameter %s is empty." % ", ".join(empty))
     return pairs
 
 
@@ -1139,7 +1097,7 @@ def refuse_unknown(unknown, known):
     """A 400 naming every unknown parameter, if there is one, and those the list takes."""
     unknown = dict.fromkeys(printable(name) for name in unknown)
     if unknown:
-        raise bad_query("Unknown query parameter%s %s; the list takes %s." % (
+        raise BadQuery("Unknown query parameter%s %s; the list takes %s." % (
             "s" if len(unknown) > 1 else "", ", ".join(unknown), ", ".join(known)))
 
 
@@ -1150,15 +1108,14 @@ def parse_list_query(resource, pairs):
     parameters = {}
     for name, value in pairs:
         if name in parameters:
-            raise bad_query("The query parameter %s is given more than once." % name)
+            raise BadQuery("The query parameter %s is given more than once." % name)
         parameters[name] = value
-    return ListQuery(limit=integer_parameter(parameters, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT),
-                     offset=integer_parameter(parameters, "offset", 0, 0, MAX_ID),
-                     sort=sort_keys(resource, "sort", parameters.get("sort", "id")),
-                     q=parameters.get("q"), filters=tuple(
-                         Filter(field, "eq", (query_value(resource, field, field,
-                                                          parameters[field]),))
-                         for field in resource.field_names if field in parameters))
+    limit = integer_parameter(parameters, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT)
+    offset = integer_parameter(parameters, "offset", 0, 0, MAX_ID)
+    sort = sort_keys(resource, "sort", parameters.get("sort", "id"))
+    filters = tuple(Filter(name, "eq", (query_value(resource, name, name, parameters[name]),))
+                    for name in resource.field_names if name in parameters)
+    return ListQuery(limit, offset, sort, filters, parameters.get("q"))
 
 
 def sort_keys(resource, name, value):
@@ -1166,18 +1123,17 @@ def sort_keys(resource, name, value):
     keys = tuple(value.split(","))
     for key in keys:
         if key not in resource.sort_keys:
-            raise bad_query("%s takes keys from %s, comma-separated; %s is not one." % (
+            raise BadQuery("%s takes keys from %s, comma-separated; %s is not one." % (
                 name, ", ".join(resource.sort_keys), printable(key) or "an empty key"))
     return keys
 
 
 def query_value(resource, name, field_name, text):
-    """A filter's value as its field holds it, from the parameter `name`: an integer from
-    digits, a boolean from true or false; a 400 for a value of another type."""
+    """A filter's value (?done=true) as its field holds it; a 400 for a value of another type."""
     kind = TYPES[resource.fields_by_name[field_name].type]
     value = kind.from_query(text)
     if value is None:
-        raise bad_query("%s compares %s values: %s, not %s." % (
+        raise BadQuery("%s compares %s values: %s, not %s." % (
             printable(name), field_name, kind.query_words, printable(text)))
     return value
 
@@ -2402,8 +2358,8 @@ def json_names(text):
     except ValueError:
         names = None
     if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
-        raise bad_query('embed must be a JSON array of names, like ["todos"], not %s.'
-                        % printable(text))
+        raise BadQuery('embed must be a JSON array of names, like ["todos"], not %s.'
+                       % printable(text))
     return names
 
 
@@ -2481,7 +2437,7 @@ def read_related(resource, resources, pairs):
         for name in names if parameter in RELATED else ():
             found = children.get(name) if parameter != "_expand" else None
             if found is None and name not in referred:
-                raise bad_query("%s takes %s, not %s." % (parameter, in_words(
+                raise BadQuery("%s takes %s, not %s." % (parameter, in_words(
                     list(children if parameter != "_expand" else ()) + list(referred), "or")
                     or "nothing here", printable(str(name))))
             other, field = found or referred[name]
@@ -3198,8 +3154,8 @@ class DialectQuery:
         for name in (name for name, _, kind in kinds if kind is None):
             field = name.partition(":")[0] if ":" in name else split_suffix(name)[0]
             if field in resource.from_json:
-                raise bad_query("%s is a json field, which the list neither filters nor sorts "
-                                "by; %s is not taken." % (field, printable(name)))
+                raise BadQuery("%s is a json field, which the list neither filters nor sorts "
+                               "by; %s is not taken." % (field, printable(name)))
         refuse_unknown([name for name, _, kind in kinds if kind is None],
                        dialect_parameters(resource))
         for name, value, kind in kinds:
@@ -3214,7 +3170,7 @@ class DialectQuery:
     def read(self, name, value, kind):
         """Keep one parameter: a way of paging or sorting, q, or a filter, which may repeat."""
         if name in self.given and isinstance(kind, str):
-            raise bad_query("The query parameter %s is given more than once." % name)
+            raise BadQuery("The query parameter %s is given more than once." % name)
         self.given.setdefault(name, value)
         if kind == "q":
             self.q.append(value)
@@ -3227,7 +3183,7 @@ class DialectQuery:
     def list_query(self):
         """The ListQuery these parameters ask for."""
         if len(self.q) > 1:
-            raise bad_query("q is given both as q and in filter; give it once.")
+            raise BadQuery("q is given both as q and in filter; give it once.")
         offset, limit = self.page()
         return ListQuery(limit=limit, offset=offset, sort=self.sort_keys(),
                          q=self.q[0] if self.q else None,
@@ -3242,10 +3198,10 @@ class DialectQuery:
         for name in given:
             if common is not None and not common & WAYS[name]:
                 other = next(other for other in given if not WAYS[other] & WAYS[name])
-                raise bad_query("%s and %s are two ways of %s; use one." % (other, name, purpose))
+                raise BadQuery("%s and %s are two ways of %s; use one." % (other, name, purpose))
             common = WAYS[name] if common is None else common & WAYS[name]
         if "_order" in given and "_sort" not in given:
-            raise bad_query("_order needs _sort, the keys it orders.")
+            raise BadQuery("_order needs _sort, the keys it orders.")
         return min(common) if common else None  # "page" for _page alone: 0.17's bare list
 
     def page(self):
@@ -3280,11 +3236,12 @@ class DialectQuery:
                 self.q.append(wanted)
             elif field in self.resource.sorted_by and all(
                     type(value) in (str, int, bool) for value in values):
-                self.add_filter("filter", field, "eq", [value if isinstance(value, str) else
-                                                        json_text(value) for value in values])
+                self.add_filter("filter", field, "eq", [
+                    value if isinstance(value, str) else JSON_ENCODER.encode(value)
+                    for value in values])
             else:
-                raise bad_query('filter must be a JSON object of "q" or a field (%s), with a '
-                                'value or a list of values; %s is not.' % (
+                raise BadQuery('filter must be a JSON object of "q" or a field (%s), with a '
+                               'value or a list of values; %s is not.' % (
                                     ", ".join(self.resource.sorted_by),
                                     printable(json.dumps(field))))
 
@@ -3301,13 +3258,13 @@ def dialect_value(resource, name, field_name, text):
     """A dialect's filter value: an id, which the dialects alone filter by, or a field's
     value as the core's list reads it; an empty one (in=1,,2) is a 400."""
     if text == "":
-        raise bad_query("%s has an empty value." % printable(name))
+        raise BadQuery("%s has an empty value." % printable(name))
     if field_name != "id":
         return query_value(resource, name, field_name, text)
     if DIGITS.fullmatch(text) and len(text) <= 19 and int(text) <= MAX_ID:  # never negative
         return int(text)
-    raise bad_query("%s compares ids: whole numbers from 0 to %d, not %s."
-                    % (printable(name), MAX_ID, printable(text)))
+    raise BadQuery("%s compares ids: whole numbers from 0 to %d, not %s."
+                   % (printable(name), MAX_ID, printable(text)))
 
 
 def range_page(resource, text):
@@ -3315,8 +3272,8 @@ def range_page(resource, text):
     first, last = json_parameter("range", text, list)
     if not (all(type(n) is int and 0 <= n <= MAX_ID for n in (first, last))
             and 1 <= last - first + 1 <= MAX_LIMIT):
-        raise bad_query("range must be [first, last]: whole numbers, first from 0, and 1 to "
-                        "%d %s from first to last." % (MAX_LIMIT, resource.collection))
+        raise BadQuery("range must be [first, last]: whole numbers, first from 0, and 1 to "
+                       "%d %s from first to last." % (MAX_LIMIT, resource.collection))
     return first, last - first + 1
 
 
@@ -3327,7 +3284,7 @@ def start_page(given):
         return start, integer_parameter(given, "_limit", DEFAULT_LIMIT, 1, MAX_LIMIT)
     end = integer_parameter(given, "_end", None, 0, MAX_ID)
     if not 1 <= end - start <= MAX_LIMIT:
-        raise bad_query("_end must be 1 to %d more than _start." % MAX_LIMIT)
+        raise BadQuery("_end must be 1 to %d more than _start." % MAX_LIMIT)
     return start, end - start
 
 
@@ -3335,8 +3292,8 @@ def json_sort_key(resource, text):
     """react-admin's sort=["name", "DESC"] as the core's sort key, "-name"."""
     field, order = json_parameter("sort", text, list)
     if field not in resource.sorted_by or order not in ("ASC", "DESC", "asc", "desc"):
-        raise bad_query('sort must be ["FIELD", "ASC" or "DESC"], FIELD one of %s.'
-                        % ", ".join(resource.sorted_by))
+        raise BadQuery('sort must be ["FIELD", "ASC" or "DESC"], FIELD one of %s.'
+                       % ", ".join(resource.sorted_by))
     return ("-" if order.upper() == "DESC" else "") + field
 
 
@@ -3345,8 +3302,8 @@ def ordered_keys(keys, text):
     orders = text.lower().split(",")
     if len(orders) > len(keys) or any(key[0] == "-" for key in keys) or any(
             order not in ("asc", "desc") for order in orders):
-        raise bad_query("_order must be asc or desc for each key of _sort, comma-separated (and "
-                        "_sort's keys then have no -), not %s." % printable(text))
+        raise BadQuery("_order must be asc or desc for each key of _sort, comma-separated (and "
+                       "_sort's keys then have no -), not %s." % printable(text))
     orders += ["asc"] * (len(keys) - len(orders))
     return tuple(("-" if order == "desc" else "") + key for key, order in zip(keys, orders))
 
@@ -3386,8 +3343,8 @@ def json_parameter(name, text, kind):
     except ValueError:
         value = None
     if not isinstance(value, kind) or (kind is list and len(value) != 2):
-        raise bad_query("%s must be JSON like %s, not %s." % (name, JSON_SHAPES[name],
-                                                               printable(text)))
+        raise BadQuery("%s must be JSON like %s, not %s." % (name, JSON_SHAPES[name],
+                                                              printable(text)))
     return value
 
 
