@@ -82,6 +82,7 @@ MEDIA_TYPES = JSON_TYPE, XML_TYPE, TEXT_XML_TYPE = (  # the formats: named here 
 MERGE_PATCH = "application/merge-patch+json"  # a PATCH's JSON body (RFC 7396)
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 1000
+GIVEN_TWICE = "The query parameter %s is given more than once."  # a list's, a dialect's too
 DIGITS = re.compile("[0-9]+")  # ASCII digits only: str.isdigit() also takes "²"
 WITHOUT_BODY = (HTTPStatus.NO_CONTENT, HTTPStatus.NOT_MODIFIED)  # no content, no length
 CHALLENGE = 'Bearer realm="users"'  # what a 401 asks for (RFC 6750 §3)
@@ -112,6 +113,15 @@ class Taken(ApiError):
         caseless = " (compared ignoring case)" if field.ignores_case else ""
         super().__init__(HTTPStatus.CONFLICT, "Another %s already has the %s %s%s." % (
             resource.item, field.name, value, caseless))
+
+
+class Invalid(ApiError):
+    """422: fields of an item are not valid; `errors` says what is wrong with each."""
+
+    def __init__(self, resource, errors):
+        names = ", ".join(dict.fromkeys(field for field, _ in errors))
+        super().__init__(HTTPStatus.UNPROCESSABLE_ENTITY, "The %s is not valid; see the errors "
+                         "for %s." % (resource.item, names), errors=errors)
 
 
 # -- The routes: which action of UsersHandler answers which verb on which path -------------
@@ -322,13 +332,9 @@ class UsersHandler(BaseHTTPRequestHandler):
 
     def check_write(self, item):
         """A write's checks beyond its fields': an answer in XML must carry its json fields."""
-        in_xml = self.resource.in_xml if self.format is not JSON else {}
-        bad = [name for name in in_xml if not in_xml[name](item[self.resource.position[name]])]
-        if bad:
-            raise ApiError(HTTPStatus.UNPROCESSABLE_ENTITY, "The %s is not valid; see the "
-                           "errors for %s." % (self.resource.item, ", ".join(bad)), errors=[
-                               (name, "has a key that is not an XML name, or a character XML "
-                                      "cannot carry; ask for JSON") for name in bad])
+        beyond = self.format is not JSON and beyond_xml(self.resource, item)
+        if beyond:
+            raise Invalid(self.resource, [(name, BEYOND_XML) for name in beyond])
 
     def check_delete(self, item):
         """A delete's checks: If-Match (Appendix C adds that no item refers to it)."""
@@ -726,9 +732,7 @@ def validate(resource, pairs, *, path_id=None, partial=False, given=None):
         fields = {field.name: fields.get(field.name) if field.name in seen else field.default
                   for field in resource.fields}
     if errors:
-        names = ", ".join(dict.fromkeys(field for field, _ in errors))
-        raise ApiError(HTTPStatus.UNPROCESSABLE_ENTITY, "The %s is not valid; see the errors "
-                       "for %s." % (resource.item, names), errors=errors)
+        raise Invalid(resource, errors)
     return fields
 
 
@@ -909,13 +913,21 @@ def item_document(resource, item):
     return dict(zip(resource.columns, item[resource.shown:]))  # a singular one has no id
 
 
+BEYOND_XML = "has a key that is not an XML name, or a character XML cannot carry; ask for JSON"
+
+
+def beyond_xml(resource, item):
+    """The names of an item's fields that XML cannot carry (a json field's, as its type says)."""
+    return [name for name, carries in resource.in_xml.items()
+            if not carries(item[resource.position[name]])]
+
+
 def item_element(resource, item):
     """One item as an XML element, <user><id>1</id>...</user>, or a 406 if XML cannot carry it."""
-    for name in resource.in_xml:
-        if not resource.in_xml[name](item[resource.position[name]]):
-            raise ApiError(HTTPStatus.NOT_ACCEPTABLE, "The %s's %s has a key that is not an "
-                           "XML name, or a character XML cannot carry; ask for JSON." % (
-                               resource.item, name))
+    beyond = resource.in_xml and beyond_xml(resource, item)  # no call where no field is json
+    if beyond:
+        raise ApiError(HTTPStatus.NOT_ACCEPTABLE, "The %s's %s %s." % (
+            resource.item, beyond[0], BEYOND_XML))
     return xml_element(resource.item, item_document(resource, item), (), resource.xml_writers)
 
 
@@ -1108,7 +1120,7 @@ def parse_list_query(resource, pairs):
     parameters = {}
     for name, value in pairs:
         if name in parameters:
-            raise BadQuery("The query parameter %s is given more than once." % name)
+            raise BadQuery(GIVEN_TWICE % name)
         parameters[name] = value
     limit = integer_parameter(parameters, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT)
     offset = integer_parameter(parameters, "offset", 0, 0, MAX_ID)
@@ -2296,9 +2308,7 @@ class ReferenceHandler(UsersHandler):
                                                               self.server.resources)
                   if self.server.stores[referred.collection].get(value) is None]
         if errors:
-            raise ApiError(HTTPStatus.UNPROCESSABLE_ENTITY, "The %s is not valid; see the "
-                           "errors for %s." % (self.resource.item, ", ".join(
-                               field for field, _ in errors)), errors=errors)
+            raise Invalid(self.resource, errors)
 
     def check_delete(self, item):
         """A 409 when items refer to this one, naming each resource and how many: nothing
@@ -3170,7 +3180,7 @@ class DialectQuery:
     def read(self, name, value, kind):
         """Keep one parameter: a way of paging or sorting, q, or a filter, which may repeat."""
         if name in self.given and isinstance(kind, str):
-            raise BadQuery("The query parameter %s is given more than once." % name)
+            raise BadQuery(GIVEN_TWICE % name)
         self.given.setdefault(name, value)
         if kind == "q":
             self.q.append(value)
