@@ -530,6 +530,8 @@ def check_email(value):
 
 def check_integer(value):
     """Say what is wrong with an integer field's value in general, or return None."""
+    if type(value) is float:  # 36.5, 1.0 and 1e3 alike: JSON's integers have neither
+        return "must be a whole number, written without a fraction or an exponent"
     if type(value) is not int:  # bool is an int too, but not an integer here
         return "must be a whole number, not " + describe(value)
     if not -MAX_ID - 1 <= value <= MAX_ID:
