@@ -24,9 +24,9 @@ serve_forever(). A request travels through it so:
     resources), then checks who asks (check_caller: the API key), the method, and the
     format asked for (negotiate).
  3. The route's action does the work, named as Django REST Framework names them: list,
-    create, retrieve, update, partial_update, destroy. create, for one, reads the body
-    (read_item_body), checks it (validate, by the resource's fields) and has the resource's
-    store add the item.
+    create, retrieve, update, partial_update, destroy. create, for one, reads the body in
+    JSON or XML (read_item_body), checks it (validate, by the resource's fields) and has the
+    resource's store add the item.
  4. respond sends the answer, in JSON or XML (render_item), with write_response. What goes
     wrong on the way raises ApiError, which handle_api_request answers as an RFC 9457 problem.
 
@@ -39,8 +39,8 @@ to the core by subclassing it and overriding hooks it leaves; none restates a de
     100-continue (before_reading_body), drained bodies (leave_unread_body), problems for
     http.server's own errors (send_error), the 408 (handle_one_request); the graceful stop.
  B. TeachingHandler: the 412's likely mistake (check_if_match), PUT's hint to PATCH
-    (update), Prefer (destroy), problem-only clients (negotiate, respond);
-    XmlBodyHandler: items sent in XML (body_types, read_fields); the json type (TYPES).
+    (update), Prefer (destroy), problem-only clients (negotiate, respond); the json type
+    (TYPES), in JSON and XML.
  C. SQLiteStore; ReferenceHandler: references (check_write, check_delete), nested routes
     (route_table, list, create) and _embed and _expand (retrieve), a request's References
     (relate); CorsHandler (response_fields, answer_options); FakeApiHandler: --fail-rate
@@ -72,6 +72,7 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from socketserver import ThreadingMixIn
 from urllib.parse import parse_qsl, urlencode
+from xml.parsers import expat
 
 MAX_NAME_LENGTH = 200
 MAX_EMAIL_LENGTH = 254  # the longest address SMTP can carry (RFC 5321 §4.5.3.1.3)
@@ -180,7 +181,7 @@ class UsersHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # persistent connections
     wbufsize = -1  # a response gathers in a buffer, flushed after each request: one write
     server_version = "rest_users/1.0"
-    body_types = (JSON_TYPE,)  # what a body may be, besides a PATCH's merge patch
+    body_types = MEDIA_TYPES  # what a body may be, besides a PATCH's merge patch
     headers = None  # the request's header fields, once http.server has read them
     route = resource = store = None  # the request's Route, once found, its Resource and store
     body_read = False  # whether this request's body has been read
@@ -401,7 +402,9 @@ class UsersHandler(BaseHTTPRequestHandler):
         return self.read_fields(media_type, text)
 
     def read_fields(self, media_type, text):
-        """A body's text as (field, value) pairs: JSON here (Appendix B reads XML)."""
+        """A body's text as (field, value) pairs, each of XML typed as its field reads text."""
+        if media_type in (XML_TYPE, TEXT_XML_TYPE):
+            return read_xml_fields(text, self.resource)
         return read_json_fields(text, self.resource)
 
     def check_if_match(self, item):
@@ -583,12 +586,12 @@ def number_from_query(text):
 
 
 Type = namedtuple("Type", "check from_text from_query query_words sorts to_xml in_xml "
-                         "from_json merge")
+                         "from_xml from_json merge")
 """A field's type: check(value) says what is wrong with a value, or None; from_text(text) is
 the value XML text spells, from_query(text) a filter's (?done=true), None if none (the 400 says
 query_words); a type that sorts is sorted and filtered by. Appendix B's json type alone has
-to_xml, in_xml, from_json and merge: the core writes a value as text and reads it as it is."""
-Type.__new__.__defaults__ = (None, None, None, None)  # to_xml, in_xml, from_json, merge
+to_xml, in_xml, from_xml, from_json and merge: the core writes and reads a value as text."""
+Type.__new__.__defaults__ = (None,) * 5  # to_xml, in_xml, from_xml, from_json, merge
 
 TYPES = {
     "string": Type(check_text, str, str, "text", True),
@@ -648,6 +651,7 @@ class Resource:
         kinds = {field.name: TYPES[field.type] for field in self.fields}
         self.xml_writers = {name: kind.to_xml for name, kind in kinds.items() if kind.to_xml}
         self.in_xml = {name: kind.in_xml for name, kind in kinds.items() if kind.in_xml}
+        self.xml_readers = {name: kind.from_xml for name, kind in kinds.items() if kind.from_xml}
         self.from_json = {name: kind.from_json for name, kind in kinds.items() if kind.from_json}
         self.mergers = {name: kind.merge for name, kind in kinds.items() if kind.merge}
         self.Item = namedtuple(self.item.capitalize(), self.stored + ("version",), rename=True)
@@ -1008,6 +1012,105 @@ def read_json_fields(text, resource):
         raise ApiError(HTTPStatus.BAD_REQUEST, "The body must be a JSON object, like {%s}." % (
             ", ".join('"%s": ...' % name for name in resource.field_names[:2])))
     return document
+
+
+class XmlValue:
+    """What an XML field element holds that its field's type cannot read: never valid."""
+
+    def __init__(self, description):
+        self.description = description
+
+    def __str__(self):
+        return self.description
+
+
+NESTED = XmlValue("an element with child elements")
+
+
+class ItemXmlReader:
+    """Collects (field, value) pairs from <user><name>..</name><email>..</email></user> as
+    expat parses. A DOCTYPE is refused the moment it starts, before any entity can be
+    declared or expanded (billion laughs, external entities)."""
+
+    def __init__(self, resource):
+        self.resource, self.pairs, self.depth, self.text = resource, [], 0, []
+        self.nested, self.nil, self.tree = False, False, None
+
+    def start(self, tag, attributes):
+        """An element opens: the root must be the item's; its children are the fields."""
+        self.depth += 1
+        if self.depth == 1 and tag != self.resource.item:
+            raise ApiError(HTTPStatus.BAD_REQUEST, "The XML root element must be <%s>, not "
+                           "<%s>." % (self.resource.item, tag))
+        if self.depth == 2:
+            self.text, self.nested = [], False
+            self.nil = any(name.rpartition(":")[2] == "nil" and value == "true"
+                           for name, value in attributes.items())  # XML Schema's xsi:nil
+            if tag in self.resource.xml_readers:  # a json field: its elements are its value
+                self.tree = ElementTree.TreeBuilder()
+        elif self.depth > 2:
+            self.nested = True
+        if self.tree is not None:
+            self.tree.start(tag, attributes)
+
+    def end(self, tag):
+        """An element closes: a field's text becomes its value."""
+        if self.tree is not None:
+            self.tree.end(tag)
+        if self.depth == 2:
+            self.pairs.append((tag, self.field_value(tag)))
+            self.tree = None
+        self.depth -= 1
+
+    def field_value(self, tag):
+        """The value of the field element that just closed."""
+        if self.nil:
+            return None
+        if self.tree is not None:
+            try:
+                return self.resource.xml_readers[tag](self.tree.close())
+            except ValueError as error:  # a leaf its type attribute cannot read
+                return XmlValue(str(error))
+        if self.nested:
+            return NESTED
+        text = "".join(self.text)
+        if tag == "id":
+            return int(text) if ITEM_ID.fullmatch(text) else text  # <id>7</id>: the integer 7
+        field = self.resource.fields_by_name.get(tag)
+        value = TYPES[field.type].from_text(text) if field else text
+        if value is None:
+            return XmlValue("the text %s" % json.dumps(text, ensure_ascii=False))
+        return value
+
+    def characters(self, data):
+        """Text inside a field (expat may hand it over in several pieces)."""
+        if self.depth == 2:
+            self.text.append(data)
+        if self.tree is not None:
+            self.tree.data(data)
+
+    def refuse_doctype(self, *args):
+        """A DOCTYPE or entity declaration: refused before the parser reads on."""
+        raise ApiError(HTTPStatus.BAD_REQUEST,
+                       "XML with a DOCTYPE or entity declarations is not accepted.")
+
+
+def read_xml_fields(text, resource):
+    """Parse an item's document into (field, value) pairs; malformed XML is a 400."""
+    # expat, not xml.etree: on PyPy, xml.etree reads a DOCTYPE's entities before it says so
+    reader = ItemXmlReader(resource)  # it collects the fields and refuses a DOCTYPE
+    parser = expat.ParserCreate(encoding="utf-8")
+    parser.StartElementHandler = reader.start
+    parser.EndElementHandler = reader.end
+    parser.CharacterDataHandler = reader.characters
+    parser.StartDoctypeDeclHandler = reader.refuse_doctype
+    parser.EntityDeclHandler = reader.refuse_doctype
+    try:
+        parser.Parse(text, True)
+    except expat.ExpatError as error:
+        raise ApiError(HTTPStatus.BAD_REQUEST,
+                       "The body is not well-formed XML: %s." % error) from None
+    return reader.pairs
 
 
 def parse_content_type(value):
@@ -1578,11 +1681,9 @@ def stop_gracefully(server):
 # Appendix B: answers that teach, answers as the client prefers, and bodies in XML
 #
 # A 412 that names the likely mistake in If-Match, a PUT's hint to PATCH, a DELETE without
-# the user for Prefer: return=minimal, errors for the clients of RFC 9457 that ask for
-# nothing but problem details, and items sent in XML, read with expat.
+# the user for Prefer: return=minimal, and errors for the clients of RFC 9457 that ask for
+# nothing but problem details.
 # ---------------------------------------------------------------------------------------
-
-from xml.parsers import expat
 
 
 class TeachingHandler(UsersHandler):
@@ -1722,118 +1823,6 @@ def if_match_mistake(header, fmt):
     return None
 
 
-# -- Bodies in XML: what a client that speaks XML sends ----------------------------------
-class XmlBodyHandler(UsersHandler):
-    """UsersHandler that also reads an item sent in XML: <user><name>Ada</name>...</user>."""
-
-    body_types = UsersHandler.body_types + (XML_TYPE, TEXT_XML_TYPE)
-
-    def read_fields(self, media_type, text):
-        """An XML body's (field, value) pairs, each typed as its field reads text."""
-        if media_type in (XML_TYPE, TEXT_XML_TYPE):
-            return read_xml_fields(text, self.resource)
-        return super().read_fields(media_type, text)
-
-
-class XmlValue:
-    """What an XML field element holds that its field's type cannot read: never valid."""
-
-    def __init__(self, description):
-        self.description = description
-
-    def __str__(self):
-        return self.description
-
-
-NESTED = XmlValue("an element with child elements")
-
-
-class ItemXmlReader:
-    """Collects (field, value) pairs from <user><name>..</name><email>..</email></user> as
-    expat parses. A DOCTYPE is refused the moment it starts, before any entity can be
-    declared or expanded (billion laughs, external entities)."""
-
-    def __init__(self, resource):
-        self.resource, self.pairs, self.depth, self.text = resource, [], 0, []
-        self.nested, self.nil, self.tree = False, False, None
-
-    def start(self, tag, attributes):
-        """An element opens: the root must be the item's; its children are the fields."""
-        self.depth += 1
-        if self.depth == 1 and tag != self.resource.item:
-            raise ApiError(HTTPStatus.BAD_REQUEST, "The XML root element must be <%s>, not "
-                           "<%s>." % (self.resource.item, tag))
-        if self.depth == 2:
-            self.text, self.nested = [], False
-            self.nil = any(name.rpartition(":")[2] == "nil" and value == "true"
-                           for name, value in attributes.items())  # XML Schema's xsi:nil
-            if tag in self.resource.xml_writers:  # a json field: its elements are its value
-                self.tree = ElementTree.TreeBuilder()
-        elif self.depth > 2:
-            self.nested = True
-        if self.tree is not None:
-            self.tree.start(tag, attributes)
-
-    def end(self, tag):
-        """An element closes: a field's text becomes its value."""
-        if self.tree is not None:
-            self.tree.end(tag)
-        if self.depth == 2:
-            self.pairs.append((tag, self.field_value(tag)))
-            self.tree = None
-        self.depth -= 1
-
-    def field_value(self, tag):
-        """The value of the field element that just closed."""
-        if self.nil:
-            return None
-        if self.tree is not None:
-            try:
-                return json_from_xml(self.tree.close())
-            except ValueError as error:  # a leaf its type attribute cannot read
-                return XmlValue(str(error))
-        if self.nested:
-            return NESTED
-        text = "".join(self.text)
-        if tag == "id":
-            return int(text) if ITEM_ID.fullmatch(text) else text  # <id>7</id>: the integer 7
-        field = self.resource.fields_by_name.get(tag)
-        value = TYPES[field.type].from_text(text) if field else text
-        if value is None:
-            return XmlValue("the text %s" % json.dumps(text, ensure_ascii=False))
-        return value
-
-    def characters(self, data):
-        """Text inside a field (expat may hand it over in several pieces)."""
-        if self.depth == 2:
-            self.text.append(data)
-        if self.tree is not None:
-            self.tree.data(data)
-
-    def refuse_doctype(self, *args):
-        """A DOCTYPE or entity declaration: refused before the parser reads on."""
-        raise ApiError(HTTPStatus.BAD_REQUEST,
-                       "XML with a DOCTYPE or entity declarations is not accepted.")
-
-
-def read_xml_fields(text, resource):
-    """Parse an item's document into (field, value) pairs; malformed XML is a 400."""
-    # expat, not xml.etree: on PyPy, xml.etree reads a DOCTYPE's entities before it says so
-    reader = ItemXmlReader(resource)  # it collects the fields and refuses a DOCTYPE
-    parser = expat.ParserCreate(encoding="utf-8")
-    parser.StartElementHandler = reader.start
-    parser.EndElementHandler = reader.end
-    parser.CharacterDataHandler = reader.characters
-    parser.StartDoctypeDeclHandler = reader.refuse_doctype
-    parser.EntityDeclHandler = reader.refuse_doctype
-    try:
-        parser.Parse(text, True)
-    except expat.ExpatError as error:
-        raise ApiError(HTTPStatus.BAD_REQUEST,
-                       "The body is not well-formed XML: %s." % error) from None
-    return reader.pairs
-
-
 # -- The json type: any JSON value, in a field --load (Appendix C) makes -----------------
 # XML carries a json value as elements that say their types (type="number", "object", ...),
 # so that it reads back the same (json_from_xml): an object's keys must be element names.
@@ -1920,7 +1909,7 @@ def check_json(value):
 
 
 TYPES["json"] = Type(check_json, str, None, None, False, add_json_xml, has_xml_names,
-                     plain_json, merge_patch)
+                     json_from_xml, plain_json, merge_patch)
 
 
 # ---------------------------------------------------------------------------------------
@@ -4926,8 +4915,8 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
 
 
-class PlainHandler(TeachingHandler, XmlBodyHandler, ExplorerHandler, OpenApiHandler,
-                   FakeApiHandler, ReferenceHandler, DialectHandler, CorsHandler, EdgeHandler):
+class PlainHandler(TeachingHandler, ExplorerHandler, OpenApiHandler, FakeApiHandler,
+                   ReferenceHandler, DialectHandler, CorsHandler, EdgeHandler):
     """The core's handler with Appendices A to E. Each mix-in overrides hooks of its own,
     so their order changes no answer; what a route carries (CORS or not) the route says.
     The routes they add are listed here, in one place."""
