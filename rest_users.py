@@ -39,8 +39,7 @@ to the core by subclassing it and overriding hooks it leaves; none restates a de
     100-continue (before_reading_body), drained bodies (leave_unread_body), problems for
     http.server's own errors (send_error), the 408 (handle_one_request); the graceful stop.
  B. TeachingHandler: the 412's likely mistake (check_if_match), PUT's hint to PATCH
-    (update), Prefer (destroy), problem-only clients (negotiate, respond); the json type
-    (TYPES), in JSON and XML.
+    (update), problem-only clients (negotiate, respond); the json type (TYPES).
  C. SQLiteStore; ReferenceHandler: references (check_write, check_delete), nested routes
     (route_table, list, create) and _embed and _expand (retrieve), a request's References
     (relate); CorsHandler (response_fields, answer_options); FakeApiHandler: --fail-rate
@@ -327,8 +326,12 @@ class UsersHandler(BaseHTTPRequestHandler):
         self.update(item_id, partial=True)
 
     def destroy(self, item_id):
-        """DELETE /users/{id}: 200 with the item as it was, and no ETag (RFC 9110 §9.3.5)."""
+        """DELETE /users/{id}: 200 with the item as it was, and no ETag (RFC 9110 §9.3.5); a
+        client that sends Prefer: return=minimal gets 204 without it (RFC 7240 §4.2)."""
         item = self.store.delete(item_id, self.check_delete)
+        if preferences(self.headers.get_all("Prefer", [])).get("return", "").lower() == "minimal":
+            return self.respond(HTTPStatus.NO_CONTENT,
+                                headers=[("Preference-Applied", "return=minimal")])
         self.respond(HTTPStatus.OK, self.render(item), self.format.content_type)
 
     def check_write(self, item):
@@ -1120,7 +1123,7 @@ def parse_content_type(value):
     return media_type.strip(), charset.group(1) if charset else None
 
 
-# -- Content negotiation, conditional requests and the query string of GET /users ----------
+# -- Content negotiation, conditional requests, Prefer and the query string of GET /users --
 def parse_accept(header):
     """An Accept header as {(type, subtype): q}, each range's first q; a malformed one skipped."""
     ranges = {}
@@ -1171,6 +1174,20 @@ def etag_matches(header, tag, *, weak):
         return True
     return any(opaque == tag and (weak or not weak_prefix)
                for weak_prefix, opaque in ENTITY_TAG.findall(header))
+
+
+def preferences(fields):
+    """The preferences of Prefer header fields as {name in lower case: value}, the first of
+    each name winning, a quoted value unquoted, parameters after ";" left out (RFC 7240 §2)."""
+    found = {}
+    for field in fields:
+        for preference in field.split(","):
+            name, _, value = preference.partition(";")[0].partition("=")
+            value = value.strip()
+            if len(value) > 1 and value[0] == value[-1] == '"':
+                value = value[1:-1]  # a quoted-string (RFC 9110 §5.6.4): the same preference
+            found.setdefault(name.strip().lower(), value)
+    return found
 
 
 class BadQuery(ApiError):
@@ -1680,25 +1697,14 @@ def stop_gracefully(server):
 # ---------------------------------------------------------------------------------------
 # Appendix B: answers that teach, answers as the client prefers, and bodies in XML
 #
-# A 412 that names the likely mistake in If-Match, a PUT's hint to PATCH, a DELETE without
-# the user for Prefer: return=minimal, and errors for the clients of RFC 9457 that ask for
-# nothing but problem details.
+# A 412 that names the likely mistake in If-Match, a PUT's hint to PATCH, and errors for
+# the clients of RFC 9457 that ask for nothing but problem details.
 # ---------------------------------------------------------------------------------------
 
 
 class TeachingHandler(UsersHandler):
-    """UsersHandler whose 412 and 422 name the likely mistake, which deletes without an
-    answer when asked to, and which answers a client that takes only problem details
-    (Accept: application/problem+json) in that type."""
-
-    def destroy(self, item_id):
-        """A client that sends Prefer: return=minimal gets 204 without the item it deleted
-        (RFC 7240 §4.2), and says so in Preference-Applied."""
-        wanted = preferences(self.headers.get_all("Prefer", [])).get("return", "")
-        if wanted.lower() != "minimal":
-            return super().destroy(item_id)
-        self.store.delete(item_id, self.check_delete)
-        self.respond(HTTPStatus.NO_CONTENT, headers=[("Preference-Applied", "return=minimal")])
+    """UsersHandler whose 412 and 422 name the likely mistake, and which answers a client
+    that takes only problem details (Accept: application/problem+json) in that type."""
 
     def update(self, item_id, partial=False):
         """A PUT that leaves out a field is told that PUT replaces the whole item, and what
@@ -1781,20 +1787,6 @@ class ProblemOnlyStore:
         """The store's 404, then check()'s errors, else the 406."""
         self.store.delete(item_id, check, write=False)
         raise refused_success()
-
-
-def preferences(fields):
-    """The preferences of Prefer header fields as {name in lower case: value}, the first of
-    each name winning, a quoted value unquoted, parameters after ";" left out (RFC 7240 §2)."""
-    found = {}
-    for field in fields:
-        for preference in field.split(","):
-            name, _, value = preference.partition(";")[0].partition("=")
-            value = value.strip()
-            if len(value) > 1 and value[0] == value[-1] == '"':
-                value = value[1:-1]  # a quoted-string (RFC 9110 §5.6.4): the same preference
-            found.setdefault(name.strip().lower(), value)
-    return found
 
 
 def problem_only_format(accept):

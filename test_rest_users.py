@@ -18,6 +18,7 @@ import itertools
 import json
 import os
 import re
+import shlex
 import shutil
 import signal
 import socket
@@ -4342,11 +4343,11 @@ def names_used_but_not_bound(source):
 
 def test_the_core_names_nothing_that_only_the_appendices_define():
     source = core_source()
-    # the core holds the resources' declarations and their types' table, and reads bodies in
-    # JSON and XML (the seed's promise: both formats, both ways); the json type,
-    # --fake-users' people, singular resources, Prefer and the index of unique values are
-    # the appendices': a book read in one sitting
-    assert len(source.splitlines()) <= 1294
+    # the core holds the resources' declarations and their types' table, reads bodies in
+    # JSON and XML (the seed's promise: both formats, both ways) and answers Prefer, so it
+    # runs the README's session; the json type, --fake-users' people, singular resources
+    # and the index of unique values are the appendices': a book read in one sitting
+    assert len(source.splitlines()) <= 1311
     assert names_used_but_not_bound(source) == set()
 
 
@@ -6732,3 +6733,62 @@ def test_the_core_alone_refuses_xml_it_cannot_take(core_with_notes):
     assert assert_problem(reply, 422)["errors"] == [
         {"field": "text", "message": "must be a string, not an element with child elements"},
         {"field": "score", "message": 'must be a whole number, not the text "x"'}]
+
+
+def readme_curl_session():
+    """The README's curl session: (curl's words, the reply it shows as lines) for each line."""
+    with open(os.path.join(HERE, "README.md"), encoding="utf-8") as file:
+        readme = file.read()
+    session = readme[readme.index("## A session with curl"):readme.index("## The explorer")]
+    exchanges = []
+    for block in re.findall(r"```sh\n(.*?)```", session, re.S):
+        for command, shown in re.findall(r"^(curl (?:.*\\\n)*.*)\n((?:#.*\n)*)", block, re.M):
+            exchanges.append((shlex.split(command.replace("\\\n", " ")),
+                              [line[2:] for line in shown.splitlines()]))
+    return exchanges
+
+
+def send_as_curl(server, words):
+    """Send what a curl command line of the README asks for (-i, -I, -X, -H, -d)."""
+    method, headers, body, words = None, {}, None, list(words[1:])
+    while words:
+        word = words.pop(0)
+        if word == "-I":
+            method = "HEAD"
+        elif word == "-X":
+            method = words.pop(0)
+        elif word == "-H":
+            name, _, value = words.pop(0).partition(":")
+            headers[name] = value.strip()
+        elif word == "-d":
+            body = words.pop(0)
+        elif word != "-i":
+            url = urllib.parse.urlsplit(word)
+    path = url.path + ("?" + url.query if url.query else "")
+    return call(server, method or ("POST" if body is not None else "GET"), path, body, headers)
+
+
+def assert_reply_as_shown(reply, shown):
+    """The reply has the status, header fields and body a README shows (as many as shown)."""
+    if shown and shown[0].startswith("HTTP/1.1 "):
+        status_line = shown.pop(0).split("  (")[0].strip()  # "  (no body, as asked)": a note
+        assert "HTTP/1.1 %d" % reply.status == status_line[:12], status_line
+        while shown and shown[0]:
+            name, _, value = shown.pop(0).partition(": ")
+            assert reply.headers.get_all(name) == [value], name
+        shown = shown[1:]
+    if shown:
+        assert reply.body.decode("utf-8") == "\n".join(shown)
+
+
+def test_the_core_alone_answers_the_readmes_curl_session_as_shown(tmp_path):
+    module = module_from_source(tmp_path, "core_readme", core_source())
+    running = module.UsersServer(("127.0.0.1", 0), module.MemoryStore())
+    threading.Thread(target=running.serve_forever, args=(0.01,), daemon=True).start()
+    try:
+        exchanges = readme_curl_session()
+        assert len(exchanges) == 14
+        for words, shown in exchanges:
+            assert_reply_as_shown(send_as_curl(running, words), shown)
+    finally:
+        stop_server(running)
