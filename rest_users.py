@@ -14,8 +14,8 @@ The resource (the README walks through it with curl):
     DELETE /users/{id}   delete it: 200 with the user as it was
 
 Up to the banner "Appendices: you can stop reading here" this file is the whole service
-in plain Python, and runs on its own: UsersServer(("127.0.0.1", 8000), MemoryStore()).
-serve_forever(). A request travels through it so:
+in plain Python, and runs on its own: UsersServer(("127.0.0.1", 8000)).serve_forever() serves
+the RESOURCES, in memory. A request travels through it so:
 
  1. UsersServer, an http.server with a thread per connection, gives each connection a
     UsersHandler. http.server reads the request line and header fields, then calls do_GET,
@@ -31,8 +31,9 @@ serve_forever(). A request travels through it so:
     wrong on the way raises ApiError, which handle_api_request answers as an RFC 9457 problem.
 
 Every decision is made once, here: a resource's fields in its declaration (USERS; another
-resource is declared the same way, Resource("todos", [Field("title"), ...]), and gets every
-route, format, store and check), the routes in resource_routes, each rule and message in one
+resource is declared the same way, Resource("todos", [Field("title"), ...]), and appended to
+RESOURCES gets every route, format, store and check), the routes in resource_routes, each
+rule and message in one
 function: to add a field to users, add its Field (and its check) to USERS. Each appendix adds
 to the core by subclassing it and overriding hooks it leaves; none restates a decision:
  A. EdgeHandler: strict framing and the Host check (parse_request, read_head), the 413 and
@@ -243,8 +244,8 @@ class UsersHandler(BaseHTTPRequestHandler):
 
     @classmethod
     def route_table(cls, resources=None):
-        """Its routes: each resource's (users' when none is named), then those appendices add."""
-        return [found for resource in resources or [USERS]
+        """Its routes: each resource's (RESOURCES' if none is named), then the appendices'."""
+        return [found for resource in resources or RESOURCES
                 for found in resource.routes] + cls.added_routes
 
     @classmethod
@@ -675,6 +676,8 @@ USERS = Resource("users", [
           example="ada@example.com"),
 ])
 
+RESOURCES = [USERS]  # the resources served: append a declaration here, and it is served
+
 
 def new_item(resource, item_id, values, version=1):
     """An item with these {field: value}s; an optional field not among them is None."""
@@ -862,6 +865,12 @@ class MemoryStore:
 
     def close(self):
         """Nothing to close: the items go with the process."""
+
+
+def memory_stores(resources):
+    """A MemoryStore for each resource, all under the first one's lock."""
+    first = MemoryStore((), resources[0])
+    return [first] + [MemoryStore((), resource, first) for resource in resources[1:]]
 
 
 def has_text(resource, item, text):
@@ -1293,7 +1302,9 @@ class UsersServer(ThreadingMixIn, HTTPServer):
     handler_class = UsersHandler
     vary = "Accept"  # what a response depends on, besides the path: the format asked for
 
-    def __init__(self, address, stores, *, api_key=None):
+    def __init__(self, address, stores=None, *, api_key=None):
+        if stores is None:  # the declared RESOURCES, in memory
+            stores = memory_stores(RESOURCES)
         stores = list(stores) if isinstance(stores, (list, tuple)) else [stores]  # or one
         self.stores = {store.resource.collection: store for store in stores}  # by collection
         self.store, self.api_key = stores[0], api_key  # the first resource's: users', often
@@ -2227,7 +2238,7 @@ class ReferenceHandler(UsersHandler):
     @classmethod
     def route_table(cls, resources=None):
         """The nested routes, besides the others."""
-        resources = resources or [USERS]
+        resources = resources or RESOURCES
         return super().route_table(resources) + [
             found for parent in resources for found in nested_routes(parent, resources)]
 
@@ -2738,7 +2749,7 @@ class FakeApi:
         if load is not None and users is not None:
             raise ValueError("load reads users from a file, users takes them: give one")
         self.delay, self.fail_rate, self.fake_users = (low, high), fail_rate, fake_users
-        self.resources = list(resources or [USERS])
+        self.resources = list(resources or RESOURCES)
         if load is not None:
             self.items = self.read(read_load_file(load), load)
         else:
@@ -4961,7 +4972,7 @@ def make_server(host=DEFAULT_HOST, port=DEFAULT_PORT, *, db=None, api_key=None, 
                 users=None, resources=None):
     """Return a bound DefaultServer, not yet serving: call serve_forever(). plain=True
     leaves out the speed-ups. cors is an origin, a list of them, or "*". delay to users are
-    the fake API's options. resources: the Resources served, [USERS] when None."""
+    the fake API's options. resources: the Resources served, RESOURCES when None."""
     fake_api = FakeApi(delay, fail_rate, fake_users, load, users, resources)  # ValueError
     server_class = PlainServer if plain else DefaultServer
     if db:

@@ -4347,7 +4347,7 @@ def test_the_core_names_nothing_that_only_the_appendices_define():
     # JSON and XML (the seed's promise: both formats, both ways) and answers Prefer, so it
     # runs the README's session; the json type, --fake-users' people, singular resources
     # and the index of unique values are the appendices': a book read in one sitting
-    assert len(source.splitlines()) <= 1311
+    assert len(source.splitlines()) <= 1322
     assert names_used_but_not_bound(source) == set()
 
 
@@ -6790,5 +6790,49 @@ def test_the_core_alone_answers_the_readmes_curl_session_as_shown(tmp_path):
         assert len(exchanges) == 14
         for words, shown in exchanges:
             assert_reply_as_shown(send_as_curl(running, words), shown)
+    finally:
+        stop_server(running)
+
+
+LEARNERS_TODOS = ('RESOURCES = [USERS, Resource("todos", [Field("title", required=True), '
+                  'Field("done", "boolean", default=False)])]')
+
+
+def source_with_todos(source):
+    """A learner's copy: a todos resource appended to the core's list of served resources."""
+    assert source.count("\nRESOURCES = [USERS]") == 1
+    return source.replace("\nRESOURCES = [USERS]", "\n" + LEARNERS_TODOS)
+
+
+def assert_todos_served(server):
+    reply = call(server, "POST", "/todos", {"title": "Learn REST"})
+    assert (reply.status, reply.headers["Location"], reply.json()) == (
+        201, "/todos/1", {"id": 1, "title": "Learn REST", "done": False})
+    reply = call(server, "GET", "/todos", headers={"Accept": "application/xml"})
+    assert (reply.status, reply.body) == (
+        200, b"<todos><todo><id>1</id><title>Learn REST</title><done>false</done></todo></todos>")
+    assert call(server, "GET", "/users").json() == []
+
+
+def test_a_resource_appended_to_the_list_is_served_by_python_rest_users_py(tmp_path):
+    with open(os.path.join(HERE, "rest_users.py"), encoding="utf-8") as file:
+        (tmp_path / "rest_users.py").write_text(source_with_todos(file.read()), encoding="utf-8")
+    process = subprocess.Popen([sys.executable, str(tmp_path / "rest_users.py"), "--port", "0",
+                                "--quiet"], stdout=subprocess.PIPE, universal_newlines=True)
+    try:
+        banner = process.stdout.readline()
+        assert_todos_served(Port(port_of(banner)))
+    finally:
+        process.kill()  # nothing to keep: no need to wait for a graceful stop
+        process.wait(10)
+        process.stdout.close()
+
+
+def test_a_resource_appended_to_the_list_is_served_by_the_core_alone(tmp_path):
+    module = module_from_source(tmp_path, "core_todos", source_with_todos(core_source()))
+    running = module.UsersServer(("127.0.0.1", 0))  # as the docstring says: RESOURCES, in memory
+    threading.Thread(target=running.serve_forever, args=(0.01,), daemon=True).start()
+    try:
+        assert_todos_served(running)
     finally:
         stop_server(running)
