@@ -6836,3 +6836,32 @@ def test_a_resource_appended_to_the_list_is_served_by_the_core_alone(tmp_path):
         assert_todos_served(running)
     finally:
         stop_server(running)
+
+
+PASSES = '"""Whether an item passes every Filter, and has q in a searched field."""'
+HIDING = PASSES + '\n        if has_text(self.resource, item, "hidden"):\n            return False'
+
+
+@pytest.mark.parametrize("plain", [False, True])
+def test_a_learners_rule_in_passes_holds_in_every_list_of_the_server(tmp_path, plain):
+    with open(os.path.join(HERE, "rest_users.py"), encoding="utf-8") as file:
+        source = file.read()
+    assert source.count(PASSES) == 1
+    module = module_from_source(tmp_path, "hiding_users", source.replace(PASSES, HIDING))
+    running = module.make_server("127.0.0.1", 0, quiet=True, plain=plain, users=[
+        {"name": "Ada", "email": "ada@example.com"}, {"name": "Hidden Hal", "email": "h@x.org"}])
+    threading.Thread(target=running.serve_forever, args=(0.01,), daemon=True).start()
+    try:
+        ada = {"id": 1, "name": "Ada", "email": "ada@example.com"}
+        for path in ("/users", "/users?sort=-id", "/users?limit=1", "/users?_page=1"):
+            reply = call(running, "GET", path)
+            assert (reply.json(), reply.headers["X-Total-Count"]) == ([ada], "1"), path
+        call(running, "PATCH", "/users/2", {"name": "Hal"})
+        assert [user["id"] for user in call(running, "GET", "/users").json()] == [1, 2]
+        call(running, "PATCH", "/users/1", {"name": "Ada, hidden"})
+        call(running, "POST", "/users", {"name": "Hidden Hugo", "email": "hugo@x.org"})
+        reply = call(running, "GET", "/users?sort=-id")
+        assert (reply.json(), reply.headers["X-Total-Count"]) == (
+            [{"id": 2, "name": "Hal", "email": "h@x.org"}], "1")
+    finally:
+        stop_server(running)
