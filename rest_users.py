@@ -3300,8 +3300,8 @@ def json_sort_key(resource, text):
     """react-admin's sort=["name", "DESC"] as the core's sort key, "-name"."""
     field, order = json_parameter("sort", text, list)
     if field not in resource.sorted_by or order not in ("ASC", "DESC", "asc", "desc"):
-        raise BadQuery('sort must be ["FIELD", "ASC" or "DESC"], FIELD one of %s.'
-                       % ", ".join(resource.sorted_by))
+        raise BadQuery('sort must be ["FIELD", "ASC" or "DESC"], FIELD one of %s, not %s.'
+                       % (", ".join(resource.sorted_by), printable(text)))
     return ("-" if order.upper() == "DESC" else "") + field
 
 

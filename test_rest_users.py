@@ -1387,8 +1387,10 @@ def test_following_a_dialects_links_gives_each_page(library_server):
                        "users from first to last."),
     ("range=0-9", "range must be JSON like [first, last], not 0-9."),
     ("range=[0,1,2]", "range must be JSON like [first, last], not [0,1,2]."),
-    ('sort=["age","ASC"]', 'sort must be ["FIELD", "ASC" or "DESC"], FIELD one of id, name, email.'),
-    ('sort=["name","UP"]', 'sort must be ["FIELD", "ASC" or "DESC"], FIELD one of id, name, email.'),
+    ('sort=["age","ASC"]', 'sort must be ["FIELD", "ASC" or "DESC"], FIELD one of id, name, '
+                           'email, not ["age","ASC"].'),
+    ('sort=["name","UP"]', 'sort must be ["FIELD", "ASC" or "DESC"], FIELD one of id, name, '
+                           'email, not ["name","UP"].'),
     ("sort=[NaN,1]", 'sort must be JSON like ["FIELD", "ASC" or "DESC"], not [NaN,1].'),
     ('filter={"age":3}', 'filter must be a JSON object of "q" or a field (id, name, email), with '
                          'a value or a list of values; "age" is not.'),
@@ -6924,3 +6926,20 @@ def test_embed_looks_at_the_items_it_answers_with_not_every_child(many_posts):
     answered = len(users) + sum(len(user["posts"]) for user in users) + 1
     assert (post["user"]["id"], answered) == (8, 24601)  # of 50,200 items
     assert len(looked) <= answered  # the core's passes, asked of no item it does not answer with
+
+
+SORTED_BY_DOCS = "id, -id, name, -name, comma-separated"
+
+
+@pytest.mark.parametrize("query, detail", [
+    ("sort=body", "sort takes keys from %s; body is not one." % SORTED_BY_DOCS),
+    ("sort=name,-body", "sort takes keys from %s; -body is not one." % SORTED_BY_DOCS),
+    ("_sort=body&_order=desc", "_sort takes keys from %s; body is not one." % SORTED_BY_DOCS),
+    ("_sort=-body", "_sort takes keys from %s; -body is not one." % SORTED_BY_DOCS),
+    ('sort=["body","DESC"]',
+     'sort must be ["FIELD", "ASC" or "DESC"], FIELD one of id, name, not ["body","DESC"].'),
+])
+def test_a_json_field_in_a_sort_is_a_400_naming_it_in_every_dialect(documents, query, detail):
+    reply = call(documents, "GET", "/docs?" + quote(query, safe="=&,"))
+    assert assert_problem(reply, 400)["detail"] == (
+        detail + " See GET /openapi.json for the parameters of GET /docs.")
