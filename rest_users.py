@@ -4655,9 +4655,6 @@ def selects_everyone(query):
     return not query.filters and query.q is None
 
 
-UNFILTERED = ListQuery(limit=MAX_LIMIT, offset=0, sort=("id",), filters=(), q=None)
-
-
 class FastMemoryStore(ResettableMemoryStore):
     """MemoryStore with the speed-ups below."""
 
@@ -4734,7 +4731,7 @@ class FastMemoryStore(ResettableMemoryStore):
         passes hides it from an unfiltered list (the caller holds the lock)."""
         if remove:
             self.hidden.discard(item.id)
-        elif not self.passes(item, UNFILTERED):
+        elif not self.passes(item, EVERYONE_BY_ID):
             self.hidden.add(item.id)
         for field in self.resource.references:
             value, referring = item[self.resource.position[field.name]], self.referring[field.name]
