@@ -6783,10 +6783,14 @@ def assert_reply_as_shown(reply, shown):
         assert reply.body.decode("utf-8") == "\n".join(shown)
 
 
-def test_the_core_alone_answers_the_readmes_curl_session_as_shown(tmp_path):
-    module = module_from_source(tmp_path, "core_readme", core_source())
-    running = module.UsersServer(("127.0.0.1", 0), module.MemoryStore())
-    threading.Thread(target=running.serve_forever, args=(0.01,), daemon=True).start()
+@pytest.mark.parametrize("kind", ["core", "default", "plain"])
+def test_the_readmes_curl_session_is_answered_as_shown_by_the_core_alone_too(tmp_path, kind):
+    if kind == "core":
+        module = module_from_source(tmp_path, "core_readme", core_source())
+        running = module.UsersServer(("127.0.0.1", 0), module.MemoryStore())
+        threading.Thread(target=running.serve_forever, args=(0.01,), daemon=True).start()
+    else:
+        running = start_server(kind)
     try:
         exchanges = readme_curl_session()
         assert len(exchanges) == 14
