@@ -1080,7 +1080,7 @@ def test_the_page_size_can_be_1000(kind, tmp_path_factory):
 # @refinedev/simple-rest 6.0.1 in Node 20 with fetch (and axios's adapter) replaced by a
 # recorder. Each test checks the answer the library reads.
 
-FAKE = [rest_users.fake_user(n) for n in range(1, 26)]  # what fake_users=25 holds
+FAKE = [rest_users.User(*rest_users.fake_user(n)) for n in range(1, 26)]  # fake_users=25's
 RA_JSON = {"accept": "application/json"}  # react-admin's fetchJson
 AXIOS = {"Accept": "application/json, text/plain, */*"}  # refine's axios
 DIALECT_TAKES = (
@@ -2247,7 +2247,7 @@ def test_fail_rate_with_db_never_loses_or_duplicates_a_write(tmp_path, variant):
     finally:
         stop_server(running)
     assert set(answers.values()) == {201, 503}
-    assert sorted(user.email for user in users) == sorted(
+    assert sorted(rest_users.User(*user).email for user in users) == sorted(
         email for email, status in answers.items() if status == 201)
     assert total == len(users)
 
@@ -2392,7 +2392,7 @@ def test_make_server_refuses_fake_api_values_out_of_range(options):
 def fake_users(count, **options):
     server = rest_users.make_server("127.0.0.1", 0, fake_users=count, **options)
     try:
-        return server.store.list(EVERYONE)[1]
+        return [rest_users.User(*user) for user in server.store.list(EVERYONE)[1]]
     finally:
         server.server_close()
 
@@ -2832,7 +2832,7 @@ def test_sigterm_during_writes_loses_no_acknowledged_user(tmp_path):
     assert not os.path.exists(db + "-wal")  # the store was closed
     users = rest_users.SQLiteStore(db)
     try:
-        stored = {user.email for user in users.list(EVERYONE)[1]}
+        stored = {rest_users.User(*user).email for user in users.list(EVERYONE)[1]}
     finally:
         users.close()
     assert set(acknowledged) <= stored
@@ -2925,6 +2925,7 @@ def test_readers_racing_a_writer_see_whole_versions(kind, tmp_path, fast_thread_
         count = 0
         while time.monotonic() < deadline:
             seen = [store.get(user.id)] + [one for page in pages for one in store.list(page)[1]]
+            seen = [rest_users.User(*one) for one in seen]
             # version v was made by write v - 1
             torn.extend(one for one in seen if (one.name, one.email) != written(0, one.version - 1))
             count += 1
@@ -4345,7 +4346,7 @@ def test_the_core_names_nothing_that_only_the_appendices_define():
     # the core holds the resources' declarations and their types' table, and reads JSON
     # bodies; XML bodies, the json type, --fake-users' people, singular resources, Prefer and
     # the index of unique values are the appendices': a short book
-    assert len(source.splitlines()) <= 1191
+    assert len(source.splitlines()) <= 1232
     assert names_used_but_not_bound(source) == set()
 
 
@@ -6680,3 +6681,233 @@ def test_a_number_too_large_to_hold_in_xml_is_422_saying_so(noted):
                  XML_BODY)
     problem = assert_problem(reply, 422)
     assert problem["errors"] == [{"field": "score", "message": TOO_LARGE}]
+
+
+# -- s-items: any JSON key is a field, and ids end at 2^63-1 ---------------------------------
+
+ODD = {"from": "ada", "_id": "5f1a", "class": "memo", "_replace": "r", "version": 7,
+       "ποσό": 2.5}  # names a namedtuple could not hold; all XML names
+NOT_XML = {"a b": "c", 'say "hi"': "hi"}  # names XML cannot carry, SQL needs quoted
+LETTERS = Resource("letters", [Field(name, "integer" if name == "version" else "number"
+                                     if name == "ποσό" else "string") for name in ODD]
+                   + [Field(name) for name in NOT_XML])
+NONE_NOT_XML = dict.fromkeys(NOT_XML)  # what a letter without them shows: null
+ODD_XML = ("<_id>5f1a</_id><class>memo</class><_replace>r</_replace><version>7</version>"
+           "<ποσό>2.5</ποσό>")
+
+
+@pytest.fixture(scope="module", params=KINDS)
+def lettered(request, tmp_path_factory):
+    """A server of users and letters, whose fields are named as no Python name may be."""
+    running = start_server(resources=[USERS, LETTERS],
+                           **options_for(request.param, tmp_path_factory))
+    yield running
+    stop_server(running)
+
+
+def test_any_json_key_is_a_field_through_post_put_patch_and_get(lettered):
+    sent = dict(ODD, **NOT_XML)
+    created = post(lettered, "/letters", sent)
+    path = "/letters/%d" % created["id"]
+    assert created == dict({"id": created["id"]}, **sent)
+    replaced = dict(sent, **{"from": "grace", "_replace": "s", "a b": "d", "ποσό": 3})
+    reply = call(lettered, "PUT", path, replaced)
+    assert (reply.status, reply.json()) == (200, dict(created, **replaced))
+    reply = call(lettered, "PATCH", path, {"class": "note", 'say "hi"': None, "_id": "6e2b"})
+    patched = dict(dict(created, **replaced), **{"class": "note", 'say "hi"': None,
+                                                 "_id": "6e2b"})
+    assert (reply.status, reply.json()) == (200, patched)
+    reply = call(lettered, "GET", path)
+    assert (reply.status, reply.json(), reply.headers["ETag"]) == (200, patched, '"3-json"')
+
+
+def test_a_version_field_is_the_clients_and_the_etag_the_servers(lettered):
+    created = post(lettered, "/letters", dict(ODD, version=41))
+    path = "/letters/%d" % created["id"]
+    assert call(lettered, "GET", path).headers["ETag"] == '"1-json"'
+    reply = call(lettered, "PATCH", path, {"version": 42}, {"If-Match": '"1-json"'})
+    assert (reply.status, reply.json()["version"], reply.headers["ETag"]) == (
+        200, 42, '"2-json"')
+    reply = call(lettered, "PATCH", path, {"version": 43}, {"If-Match": '"42-json"'})
+    assert reply.status == 412
+    assert call(lettered, "GET", path, headers={"If-None-Match": '"2-json"'}).status == 304
+
+
+@pytest.mark.parametrize("name, value", [("from", "zoe"), ("_id", "77aa"), ("class", "rare"),
+                                         ("_replace", "q"), ("version", "9001"),
+                                         ("ποσό", "-7.5"), ("a b", "e f"), ('say "hi"', "yo")])
+def test_a_list_filters_by_any_field_name(lettered, name, value):
+    kept = {"from": "zoe", "_id": "77aa", "class": "rare", "_replace": "q", "version": 9001,
+            "ποσό": -7.5, "a b": "e f", 'say "hi"': "yo"}
+    wanted = [post(lettered, "/letters", dict(ODD, **{name: kept[name]}))]
+    post(lettered, "/letters", ODD)
+    reply = call(lettered, "GET", "/letters?" + urllib.parse.urlencode({name: value}))
+    assert (reply.status, reply.json()) == (200, wanted)
+
+
+def test_fields_with_odd_names_are_read_and_written_in_xml(lettered):
+    reply = call(lettered, "POST", "/letters", ("<letter><from>ada</from>%s</letter>" % ODD_XML
+                                                ).encode(), dict(XML_BODY, **XML_HEADERS))
+    assert reply.status == 201
+    item_id = int(reply.headers["Location"].rpartition("/")[2])
+    assert reply.text() == "<letter><id>%d</id><from>ada</from>%s</letter>" % (
+        item_id, ODD_XML)
+    reply = call(lettered, "PATCH", "/letters/%d" % item_id,
+                 "<letter><from>eve</from><version>8</version></letter>", XML_BODY)
+    assert reply.json() == dict(ODD, id=item_id, version=8, **NONE_NOT_XML, **{"from": "eve"})
+
+
+@pytest.mark.parametrize("name", sorted(NOT_XML))
+def test_a_key_that_is_not_an_xml_name_is_406_to_read_in_xml(lettered, name):
+    created = post(lettered, "/letters", dict(ODD, **{name: NOT_XML[name]}))
+    for path in ("/letters/%d" % created["id"], "/letters?id=%d" % created["id"]):
+        problem = assert_problem(call(lettered, "GET", path, headers=XML_HEADERS), 406, "xml")
+        assert problem["detail"] == "The letter's %s %s." % (name, rest_users.BEYOND_XML)
+
+
+@pytest.mark.parametrize("name", sorted(NOT_XML))
+def test_a_key_that_is_not_an_xml_name_is_422_to_write_in_xml_and_nothing_is_kept(
+        lettered, name):
+    before = call(lettered, "GET", "/letters").headers["X-Total-Count"]
+    reply = call(lettered, "POST", "/letters", dict(ODD, **{name: "x"}), XML_HEADERS)
+    assert xml_problem(assert_problem(reply, 422, "xml") and reply.body)["errors"] == [
+        {"field": name, "message": rest_users.BEYOND_XML}]
+    assert call(lettered, "GET", "/letters").headers["X-Total-Count"] == before
+
+
+MESSAGE_1 = {"id": 1, "from": "ada", "to": "alan", "_id": "5f1a", "class": "memo",
+             "_replace": "r", "version": "v1", "ποσό": 3}
+MESSAGE_2 = dict(MESSAGE_1, id=2, **{"from": "alan", "_id": "5f1b", "a b": "c"})
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+def test_a_files_odd_keys_are_served_written_and_kept_in_a_db(kind, tmp_path):
+    db = {"db": str(tmp_path / "odd.db")} if kind == "sqlite" else {}
+    load = write_db_json(tmp_path, {"messages": [MESSAGE_1, MESSAGE_2]})
+    running = start_server(load=load, **db)
+    try:
+        assert call(running, "GET", "/messages").json() == [dict(MESSAGE_1, **{"a b": None}),
+                                                             MESSAGE_2]
+        changed = dict(MESSAGE_1, **{"from": "grace", "class": "note", "version": "v2"})
+        reply = call(running, "PUT", "/messages/1", changed)
+        assert (reply.status, reply.headers["ETag"]) == (200, '"2-json"')
+        reply = call(running, "PATCH", "/messages/1", {"_replace": "s", "a b": "d"})
+        changed.update({"_replace": "s", "a b": "d"})
+        assert (reply.status, reply.json(), reply.headers["ETag"]) == (200, changed, '"3-json"')
+        assert call(running, "GET", "/messages?version=v2").json() == [changed]
+    finally:
+        stop_server(running)
+    if db:
+        running = start_server(**db)
+        try:
+            reply = call(running, "GET", "/messages/1")
+            assert (reply.json(), reply.headers["ETag"]) == (changed, '"3-json"')
+            assert call(running, "GET", "/messages?from=alan").json() == [MESSAGE_2]
+        finally:
+            stop_server(running)
+
+
+# The --db file of 11a25e4, as that release wrote it: its schema word for word.
+RELEASE_11A25E4_SCHEMA = """
+        PRAGMA locking_mode = EXCLUSIVE; -- the file's lock is held until the store closes
+        PRAGMA journal_mode = WAL;      -- readers never wait for a writer
+        PRAGMA synchronous = NORMAL;    -- in WAL mode a commit survives a killed process
+        CREATE TABLE IF NOT EXISTS users (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            name TEXT NOT NULL,
+            email TEXT NOT NULL,
+            version INTEGER NOT NULL DEFAULT 1
+        );
+        CREATE UNIQUE INDEX IF NOT EXISTS users_email_key ON users (email COLLATE NOCASE);
+        -- one index per sort order, so a sorted page reads only its own rows
+        CREATE INDEX IF NOT EXISTS users_by_name ON users (name);
+        CREATE INDEX IF NOT EXISTS users_by_name_desc ON users (name DESC);
+        CREATE INDEX IF NOT EXISTS users_by_email ON users (email);
+        CREATE INDEX IF NOT EXISTS users_by_email_desc ON users (email DESC);
+        PRAGMA user_version = 1;        -- a write: a file it cannot write fails now, at start
+"""
+# The --db file of ec8ffad, after `--load` of a db.json with users (and a phone) and posts.
+RELEASE_EC8FFAD_SCHEMA = """
+        PRAGMA journal_mode = WAL;
+        PRAGMA user_version = 1;
+        CREATE TABLE rest_users_resources (  -- what --load files declared
+            collection TEXT PRIMARY KEY, declaration TEXT NOT NULL);
+        CREATE TABLE "users" (id INTEGER PRIMARY KEY AUTOINCREMENT, "name" TEXT NOT NULL,
+            "email" TEXT NOT NULL, "phone" TEXT, version INTEGER NOT NULL DEFAULT 1);
+        CREATE UNIQUE INDEX "users_email_key" ON "users" ("email" COLLATE NOCASE);
+        CREATE INDEX "users_by_name" ON "users" ("name");
+        CREATE INDEX "users_by_name_desc" ON "users" ("name" DESC);
+        CREATE INDEX "users_by_email" ON "users" ("email");
+        CREATE INDEX "users_by_email_desc" ON "users" ("email" DESC);
+        CREATE INDEX "users_by_phone" ON "users" ("phone");
+        CREATE INDEX "users_by_phone_desc" ON "users" ("phone" DESC);
+        CREATE TABLE "posts" (id INTEGER PRIMARY KEY AUTOINCREMENT, "title" TEXT NOT NULL,
+            "userId" INTEGER NOT NULL, "meta" TEXT NOT NULL, version INTEGER NOT NULL DEFAULT 1);
+        CREATE INDEX "posts_by_title" ON "posts" ("title");
+        CREATE INDEX "posts_by_title_desc" ON "posts" ("title" DESC);
+        CREATE INDEX "posts_by_userId" ON "posts" ("userId");
+        CREATE INDEX "posts_by_userId_desc" ON "posts" ("userId" DESC);
+        CREATE INDEX "posts_by_meta" ON "posts" ("meta");
+        CREATE INDEX "posts_by_meta_desc" ON "posts" ("meta" DESC);
+        INSERT INTO rest_users_resources VALUES ('users', '{"item": "user", "singular": false,
+            "fields": [{"name": "phone", "type": "string", "required": false,
+            "refers_to": null, "max_length": 10000}]}');
+        INSERT INTO rest_users_resources VALUES ('posts', '{"item": "post", "singular": false,
+            "fields": [{"name": "title", "type": "string", "required": true, "refers_to": null,
+            "max_length": 10000}, {"name": "userId", "type": "integer", "required": true,
+            "refers_to": "users", "max_length": null}, {"name": "meta", "type": "json",
+            "required": true, "refers_to": null, "max_length": null}]}');
+        INSERT INTO users (name, email, phone, version) VALUES ('Ada', 'ada@example.com', '555', 3);
+        INSERT INTO posts (title, userId, meta) VALUES ('a title', 1, '{"tags": ["rest"]}');
+"""
+
+
+def test_a_db_file_of_release_11a25e4_opens_with_its_users_and_versions(tmp_path):
+    db = str(tmp_path / "old.db")
+    with contextlib.closing(sqlite3.connect(db)) as connection:
+        connection.executescript(RELEASE_11A25E4_SCHEMA)
+        with connection:
+            connection.execute("INSERT INTO users (name, email, version) VALUES (?, ?, 4)",
+                               ("Ada", "ada@example.com"))
+    running = start_server(db=db)
+    try:
+        reply = call(running, "GET", "/users/1")
+        assert (reply.json(), reply.headers["ETag"]) == (LISTED_ADA, '"4-json"')
+        assert post(running, "/users", {"name": "Grace", "email": "grace@example.com"}) == GRACE
+    finally:
+        stop_server(running)
+
+
+def test_a_db_file_of_release_ec8ffad_opens_with_its_resources_and_versions(tmp_path):
+    db = str(tmp_path / "today.db")
+    with contextlib.closing(sqlite3.connect(db)) as connection:
+        connection.executescript(RELEASE_EC8FFAD_SCHEMA)
+    running = start_server(db=db)
+    try:
+        reply = call(running, "GET", "/users/1")
+        assert (reply.json(), reply.headers["ETag"]) == (dict(LISTED_ADA, phone="555"),
+                                                         '"3-json"')
+        assert call(running, "GET", "/posts").json() == [
+            {"id": 1, "title": "a title", "userId": 1, "meta": {"tags": ["rest"]}}]
+        assert post(running, "/posts", {"title": "t", "userId": 1, "meta": 2})["id"] == 2
+    finally:
+        stop_server(running)
+
+
+NO_ID_LEFT = ("The users have no id left: ids end at 9223372036854775807, and the last has "
+              "been given. Nothing was stored.")
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+def test_a_post_past_the_last_id_is_507_and_stores_nothing(kind, tmp_path):
+    db = {"db": str(tmp_path / "full.db")} if kind == "sqlite" else {}
+    last = {"id": 2 ** 63 - 1, "name": "Last", "email": "last@example.com"}
+    running = start_server(load=write_db_json(tmp_path, {"users": [last]}), **db)
+    try:
+        reply = call(running, "POST", "/users", {"name": "Next", "email": "next@example.com"})
+        assert assert_problem(reply, 507)["detail"] == NO_ID_LEFT
+        reply = call(running, "GET", "/users")
+        assert (reply.json(), reply.headers["X-Total-Count"]) == ([last], "1")
+        assert call(running, "GET", "/users/%d" % last["id"]).json() == last
+    finally:
+        stop_server(running)
