@@ -2979,7 +2979,11 @@ def items_from_entries(resource, entries, source, within=""):
             ids[item.id] = number
         items.append(item)
     new_ids = itertools.count(max(ids, default=0) + 1)
-    return [item if item.id else item.with_id(next(new_ids)) for item in items]
+    items = [item if item.id else item.with_id(next(new_ids)) for item in items]
+    if items and max(item.id for item in items) > MAX_ID:
+        raise ValueError("%s: the %s have no id left for the items without one: ids end at %d"
+                         % (source, resource.collection, MAX_ID))
+    return items
 
 
 def item_from_entry(resource, pairs, where, digit_ids=False):

@@ -6911,3 +6911,14 @@ def test_a_post_past_the_last_id_is_507_and_stores_nothing(kind, tmp_path):
         assert call(running, "GET", "/users/%d" % last["id"]).json() == last
     finally:
         stop_server(running)
+
+
+def test_a_load_file_with_no_id_left_for_an_item_without_one_stops_the_start(tmp_path):
+    path = write_db_json(tmp_path, {"users": [
+        {"id": 2 ** 63 - 1, "name": "Last", "email": "last@example.com"},
+        {"name": "Next", "email": "next@example.com"}]})
+    with pytest.raises(ValueError) as refused:
+        rest_users.make_server("127.0.0.1", 0, load=path)
+    assert str(refused.value) == (
+        "%s: the users have no id left for the items without one: ids end at "
+        "9223372036854775807" % path)
