@@ -125,6 +125,15 @@ class Invalid(ApiError):
                          "for %s." % (resource.item, names), errors=errors)
 
 
+class NoIdLeft(ApiError):
+    """507: the resource has given its last id, and ids are never given twice."""
+
+    def __init__(self, resource):
+        super().__init__(HTTPStatus.INSUFFICIENT_STORAGE, "The %s have no id left: ids end at %d,"
+                         " and the last has been given. Nothing was stored." % (
+                             resource.collection, MAX_ID))
+
+
 # -- The routes: which action of UsersHandler answers which verb on which path -------------
 ITEM_ID = re.compile(r"[1-9][0-9]{0,18}")  # decimal, no leading zero, at most 19 digits
 
@@ -318,7 +327,7 @@ class UsersHandler(BaseHTTPRequestHandler):
             mergers, position = self.resource.mergers, self.resource.position
             for name in mergers.keys() & set(fields) if partial else ():
                 fields[name] = mergers[name](current[position[name]], fields[name])
-            self.check_write(current._replace(**fields))
+            self.check_write(new_version(self.resource, current, fields))
             return fields
         self.send_item(HTTPStatus.OK, self.store.update(item_id, changed_fields))
 
@@ -612,6 +621,13 @@ PATTERN_CHARACTER = "[^\\u0000-\\u001f\\u007f\\ufffe\\uffff]"
 PATTERN_VISIBLE = "[^\\s\\u0000-\\u001f\\u007f\\u0085\\ufffe\\uffff]"
 PATTERN_EMAIL_PART = "[^@\\s\\u0000-\\u001f\\u007f\\u0085\\ufffe\\uffff]+"
 
+XML_NAME = re.compile(r"(?!xml)[^\W\d][\w.-]*", re.IGNORECASE)  # what an element may be named
+
+
+def is_none(value):
+    """Whether a value is a none: all XML carries of a field not named as an element may be."""
+    return value is None
+
 
 class Field:
     """A field: its name and type; `required`, with a `default`, or optional (its none: JSON
@@ -656,9 +672,10 @@ class Resource:
         self.xml_writers = {name: kind.to_xml for name, kind in kinds.items() if kind.to_xml}
         self.in_xml = {name: kind.in_xml for name, kind in kinds.items() if kind.in_xml}
         self.xml_readers = {name: kind.from_xml for name, kind in kinds.items() if kind.from_xml}
+        self.in_xml.update((name, is_none) for name in self.field_names  # "a b": no element
+                           if not XML_NAME.fullmatch(name))
         self.from_json = {name: kind.from_json for name, kind in kinds.items() if kind.from_json}
         self.mergers = {name: kind.merge for name, kind in kinds.items() if kind.merge}
-        self.Item = namedtuple(self.item.capitalize(), self.stored + ("version",), rename=True)
         self.sorted_by = ("id",) + tuple(field.name for field in self.fields
                                          if TYPES[field.type].sorts)
         self.sort_keys = tuple(sign + name for name in self.sorted_by for sign in ("", "-"))
@@ -679,9 +696,31 @@ USERS = Resource("users", [
 RESOURCES = [USERS]  # the resources served: append a declaration here, and it is served
 
 
+class Item(tuple):
+    """One version of an item: (id, its fields' values by resource.position, the server's
+    version, for ETags), never changed. Read by position, any JSON key can name a field."""
+
+    __slots__ = ()  # a tuple's size, no __dict__
+    id = property(operator.itemgetter(0))
+    version = property(operator.itemgetter(-1))
+
+    def with_id(self, item_id):
+        """This item under the id a store gives it."""
+        return Item((item_id,) + self[1:])
+
+
 def new_item(resource, item_id, values, version=1):
     """An item with these {field: value}s; an optional field not among them is None."""
-    return resource.Item(item_id, *[values.get(name) for name in resource.field_names], version)
+    return Item((item_id, *[values.get(name) for name in resource.field_names], version))
+
+
+def new_version(resource, item, changes):
+    """The item's next version, with these {field: value}s changed; the item stays as it was."""
+    values = list(item)
+    for name, value in changes.items():
+        values[resource.position[name]] = value
+    values[-1] += 1
+    return Item(values)
 
 
 def a_or_an(word):
@@ -818,6 +857,8 @@ class MemoryStore:
         """Add an item with these {field: value}s, after check(item) has passed, and return
         it; write=False, as update and delete take it, only checks (returning None)."""
         with self.lock:
+            if self.last_id == MAX_ID:
+                raise NoIdLeft(self.resource)
             item = new_item(self.resource, self.last_id + 1, fields)
             if check is not None:
                 check(item)
@@ -835,7 +876,7 @@ class MemoryStore:
             current = self.items.get(item_id)
             if current is None:
                 raise NotFound(self.resource, item_id)
-            item = current._replace(version=current.version + 1, **change(current))
+            item = new_version(self.resource, current, change(current))
             self.check_unique(item)
             if write:
                 self.items[item_id] = item
@@ -1834,7 +1875,6 @@ def if_match_mistake(header, fmt):
 # XML carries a json value as elements that say their types (type="number", "object", ...),
 # so that it reads back the same (json_from_xml): an object's keys must be element names.
 # A JSON body's objects become dicts (plain_json), into which a PATCH merges (RFC 7396).
-XML_NAME = re.compile(r"(?!xml)[^\W\d][\w.-]*", re.IGNORECASE)  # what an element may be named
 
 
 def has_xml_names(value):
@@ -1938,11 +1978,26 @@ def sql_name(name):
     return '"%s"' % name.replace('"', '""')
 
 
+def column_of(name):
+    """The column of the id or a field. A table keeps id and version for itself, and SQLite
+    reads names ignoring ASCII case, so a field named so (a client's "version") gets "field:"
+    before its name, as does one whose name begins so: no two fields share a column."""
+    key = caseless_key(name)
+    if name != "id" and (key in ("id", "version") or key.startswith("field:")):
+        return "field:" + name
+    return name
+
+
+def column_name(name):
+    """The column of the id or a field, quoted for SQL."""
+    return sql_name(column_of(name))
+
+
 def sql_column(field, added=False):
     """A field's column: its type; NOT NULL if required, unless added to a table that has
     rows already (their value is the field's none)."""
     required = " NOT NULL" if field.required and not added else ""
-    return "%s %s%s" % (sql_name(field.name), SQL_TYPES[field.type], required)
+    return "%s %s%s" % (column_name(field.name), SQL_TYPES[field.type], required)
 
 
 def sql_schema(resource):
@@ -1952,7 +2007,8 @@ def sql_schema(resource):
             "version INTEGER NOT NULL DEFAULT 1)" % (sql_name(table), "".join(
                 sql_column(field) + ", " for field in resource.fields))] + [
         "CREATE UNIQUE INDEX IF NOT EXISTS %s ON %s (%s%s)" % (
-            sql_name("%s_%s_key" % (table, field.name)), sql_name(table), sql_name(field.name),
+            sql_name("%s_%s_key" % (table, field.name)), sql_name(table),
+            column_name(field.name),
             " COLLATE NOCASE" if field.ignores_case else "") for field in resource.unique]
 
 
@@ -1994,7 +2050,8 @@ class SQLiteStore:
         self.path, self.kept_in, self.resource = path, "the SQLite file %s" % path, resource
         self.table, self.converted = sql_name(resource.collection), any(
             field.type in ("boolean", "json") for field in resource.fields)
-        self.columns = ", ".join(sql_name(name) for name in resource.stored + ("version",))
+        names = [column_name(name) for name in resource.stored] + ["version"]  # the server's
+        self.columns, self.assignments = ", ".join(names), ", ".join(n + " = ?" for n in names)
         if shared is not None:
             self.db, self.lock = shared.db, shared.lock
         else:
@@ -2022,14 +2079,14 @@ class SQLiteStore:
         columns = {row[1] for row in self.db.execute("PRAGMA table_info(%s)" % self.table)}
         with self.db:
             for field in self.resource.fields:
-                if field.name not in columns:
+                if column_of(field.name) not in columns:
                     self.db.execute("ALTER TABLE %s ADD COLUMN %s" % (
                         self.table, sql_column(field, True)))
                 # one index per sort order, so a sorted page reads only its own rows
                 for suffix, order in (("", ""), ("_desc", " DESC")):
                     self.db.execute("CREATE INDEX IF NOT EXISTS %s ON %s (%s%s)" % (sql_name(
                         "%s_by_%s%s" % (self.resource.collection, field.name, suffix)),
-                        self.table, sql_name(field.name), order))
+                        self.table, column_name(field.name), order))
 
     @contextlib.contextmanager
     def failures_answered(self):
@@ -2050,9 +2107,9 @@ class SQLiteStore:
     def item(self, row):
         """An item from its row: the values of booleans and json fields as they were."""
         if not self.converted:
-            return self.resource.Item(*row)
-        return self.resource.Item(row[0], *[from_sql(field, value) for field, value in zip(
-            self.resource.fields, row[1:])], row[-1])
+            return Item(row)
+        return Item((row[0], *[from_sql(field, value) for field, value in zip(
+            self.resource.fields, row[1:])], row[-1]))
 
     def row(self, item):
         """An item's row: its values as the columns keep them."""
@@ -2080,11 +2137,11 @@ class SQLiteStore:
             arguments += sql_arguments(test, values)
         searched = self.resource.searched
         if query.q is not None:  # instr(), not LIKE: % and _ are plain text in q
-            conditions.append("(%s)" % " OR ".join(["instr(casefold(%s), ?)" % sql_name(name)
+            conditions.append("(%s)" % " OR ".join(["instr(casefold(%s), ?)" % column_name(name)
                                                     for name in searched] or ["0"]))
             arguments += [query.q.casefold()] * len(searched)
         where = " WHERE " + " AND ".join(conditions) if conditions else ""
-        order = ", ".join(sql_name(key.lstrip("-")) + (" DESC" if key[0] == "-" else "")
+        order = ", ".join(column_name(key.lstrip("-")) + (" DESC" if key[0] == "-" else "")
                           for key in query.sort + ("id",))  # keys from the sort keys only
         with self.lock, self.failures_answered():
             total = self.count if not conditions else self.db.execute(
@@ -2100,7 +2157,7 @@ class SQLiteStore:
             return self.db.execute(sql, self.row(item) + more)
         except sqlite3.IntegrityError as error:
             for field in self.resource.unique:  # "UNIQUE constraint failed: users.email"
-                if str(error).endswith(".%s" % field.name):
+                if str(error).endswith(".%s" % column_of(field.name)):
                     raise Taken(self.resource, field,
                                 item[self.resource.position[field.name]]) from None
             raise
@@ -2114,13 +2171,25 @@ class SQLiteStore:
             if check is not None:
                 check(item)
             with self.db:  # commits, or rolls back on an exception
-                cursor = self.write("INSERT INTO %s (%s) VALUES (%s)" % (
-                    self.table, self.columns, ", ".join("?" * len(item))), item)
+                try:
+                    cursor = self.write("INSERT INTO %s (%s) VALUES (%s)" % (
+                        self.table, self.columns, ", ".join("?" * len(item))), item)
+                except sqlite3.OperationalError:  # "database or disk is full", or it is
+                    self.check_ids_left()
+                    raise
                 if not write:
                     return self.db.rollback()
             self.count += 1
             self.changes += 1
-            return item._replace(id=cursor.lastrowid)
+            return item.with_id(cursor.lastrowid)
+
+    def check_ids_left(self):
+        """The 507 that says so when the table has given its last id: SQLite says then that
+        the disk is full, which it may not be."""
+        given = self.db.execute("SELECT seq FROM sqlite_sequence WHERE name = ?",
+                                (self.resource.collection,)).fetchone()
+        if given and given[0] == MAX_ID:
+            raise NoIdLeft(self.resource)
 
     def update(self, item_id, change, write=True):
         """Apply change(current item) -> {field: value} and return the updated item."""
@@ -2129,10 +2198,9 @@ class SQLiteStore:
                 current = self.select(item_id)
                 if current is None:
                     raise NotFound(self.resource, item_id)
-                item = current._replace(version=current.version + 1, **change(current))
-                self.write("UPDATE %s SET %s WHERE id = ?" % (self.table, ", ".join(
-                    "%s = ?" % sql_name(name) for name in self.resource.stored + ("version",))),
-                    item, item_id)
+                item = new_version(self.resource, current, change(current))
+                self.write("UPDATE %s SET %s WHERE id = ?" % (self.table, self.assignments),
+                           item, item_id)
                 if not write:
                     self.db.rollback()
                     return item
@@ -2205,7 +2273,7 @@ SQL_TESTS = {"eq": "%s IN (%s)", "ne": "%s NOT IN (%s)", "lt": "%s < ?", "lte": 
 def sql_condition(resource, field, test, count):
     """The SQL of a Filter, with count values; caseless fields are equal ignoring ASCII case
     (NOCASE), as emails are."""
-    column = sql_name(field) + (" COLLATE NOCASE" if field in resource.caseless
+    column = column_name(field) + (" COLLATE NOCASE" if field in resource.caseless
                                 and test in ("eq", "ne") else "")
     return SQL_TESTS[test] % ((column, ", ".join("?" * count)) if test in ("eq", "ne")
                               else column)
@@ -2907,7 +2975,11 @@ def items_from_entries(resource, entries, source, within=""):
             ids[item.id] = number
         items.append(item)
     new_ids = itertools.count(max(ids, default=0) + 1)
-    return [item if item.id else item._replace(id=next(new_ids)) for item in items]
+    items = [item if item.id else item.with_id(next(new_ids)) for item in items]
+    if items and max(item.id for item in items) > MAX_ID:
+        raise ValueError("%s: the %s have no id left for the items without one: ids end at %d"
+                         % (source, resource.collection, MAX_ID))
+    return items
 
 
 def item_from_entry(resource, pairs, where, digit_ids=False):
@@ -4984,8 +5056,9 @@ class DefaultServer(FastServer, PlainServer):
 
 
 # Names of the release before resources were declared, kept for code written against it
-User = USERS.Item
-"""One user, never changed in place; `version` grows with every change, and so does the ETag."""
+User = namedtuple("User", "id name email version")
+"""A user's values with names, as that release had them: User(*item) names an Item of USERS,
+and equals it."""
 
 
 def validate_user(pairs, *, path_id=None, partial=False):
