@@ -2589,6 +2589,8 @@ def headers_to_allow(asked):
 ADMIN_ROUTES = [route("/__admin/reset", r"/__admin/reset", {"POST": "reset"}, cors=False),
                 route("/__admin/requests", r"/__admin/requests",
                       {"GET": "list_requests", "DELETE": "clear_requests"}, cors=False)]
+ADMIN_REFUSED = ("A request to /__admin/ from a web page on another origin is refused: the "
+                 "test controls are for test runners, never for pages a browser visits.")
 
 
 class FakeApiHandler(UsersHandler):
@@ -2605,10 +2607,21 @@ class FakeApiHandler(UsersHandler):
     body_received = b""  # this request's body, once read
 
     def check_caller(self):
-        """After the checks of who asks, --fail-rate may fail the request."""
+        """After the checks of who asks: a test control is refused to a page on another
+        origin, and --fail-rate may fail a request for a resource."""
         super().check_caller()
+        if is_under(self.path.partition("?")[0], "/__admin") and self.from_another_origin():
+            raise ApiError(HTTPStatus.FORBIDDEN, ADMIN_REFUSED)
         if self.server.fake_api.fail_rate and self.for_resource():  # without it, no match
             fail_on_demand(self.server.fake_api.fail_rate, self.command)
+
+    def from_another_origin(self):
+        """Whether a browser sent this from a page on another origin, as its Origin (RFC 6454
+        §7) or Sec-Fetch-Site (W3C Fetch Metadata) says. CORS keeps such a page from reading
+        an answer, not from sending a form or a no-cors fetch that resets the store."""
+        origin, own = self.headers.get("Origin"), "http://" + self.headers.get("Host", "")
+        return (origin is not None and origin.lower() != own.lower()
+                or self.headers.get("Sec-Fetch-Site") in ("cross-site", "same-site"))
 
     def read_body(self):
         """Keep the body for the journal."""
@@ -4126,6 +4139,7 @@ def problem_response(description, *headers):
 PROBLEMS = {
     "400": "Malformed body or query, or bad framing",
     "401": "Missing or wrong Bearer token",
+    "403": "Sent by a web page on another origin (Origin or Sec-Fetch-Site says so)",
     "408": "The request stopped arriving for the idle timeout",
     "404": "No such item",
     "406": "The Accept header takes none of JSON, XML",
@@ -4393,14 +4407,14 @@ OPERATIONS = {  # the handler method that answers a verb -> what the document sa
     "reset": described(
         "resetUsers", "Back to the starting users", "testing", dict(DONE, **{
             "409": problem_response("With --db: a database file is not reset over HTTP")}),
-        ("401",)),
+        ("401", "403")),
     "list_requests": described(
         "listRequests", "The requests sent to the resources", "testing", {"200": {
             "description": "The journal", "headers": header_refs("Vary"),
             "content": {JSON_TYPE: {"schema": json_schema_ref("Journal")}}}},
-        ("401",), head=("headRequests", "The journal's headers")),
+        ("401", "403"), head=("headRequests", "The journal's headers")),
     "clear_requests": described("clearRequests", "Empty the journal", "testing", DONE,
-                                ("401",)),
+                                ("401", "403")),
     "get_index": described(
         "getIndex", "The index, or the explorer page for a browser", "service", {"200": {
             "description": "Where things are", "headers": header_refs("Vary"),

@@ -4727,9 +4727,10 @@ def test_the_test_controls_are_never_delayed_failed_cors_or_kept(variant):
                                      ("DELETE", "/__admin/requests", 204),
                                      ("POST", "/__admin/reset", 204),
                                      ("OPTIONS", "/__admin/reset", 204)]:
-            reply, seconds = timed_call(running, method, path, headers=origin)
-            assert reply.status == status and seconds < 0.4
-            assert not [name for name in reply.headers if name.startswith("Access-Control")]
+            for headers, answer in (({}, status), (origin, 403)):  # another origin's: 403
+                reply, seconds = timed_call(running, method, path, headers=headers)
+                assert reply.status == answer and seconds < 0.4
+                assert not [name for name in reply.headers if name.startswith("Access-Control")]
         preflight = call(running, "OPTIONS", "/__admin/reset", headers=dict(
             origin, **{"Access-Control-Request-Method": "POST"}))
         assert not [name for name in preflight.headers if name.startswith("Access-Control")]
@@ -6478,8 +6479,9 @@ def test_admin_answers_carry_no_cors_whatever_the_order_of_the_parts():
                 "Access-Control-Allow-Origin"] == "*"  # CORS is on: the test can fail
             for method, path, status in (("GET", "/__admin/requests", 200),
                                          ("POST", "/__admin/reset", 204)):
+                assert call(running, method, path).status == status, (order, path)  # it is there
                 reply = call(running, method, path, headers=origin)
-                assert reply.status == status, (order, path)  # the route is there
+                assert reply.status == 403, (order, path)  # a page on another origin: refused
                 assert not [name for name in reply.headers if name.startswith("Access-Control")]
     finally:
         stop_server(running)
@@ -6680,3 +6682,85 @@ def test_a_number_too_large_to_hold_in_xml_is_422_saying_so(noted):
                  XML_BODY)
     problem = assert_problem(reply, 422)
     assert problem["errors"] == [{"field": "score", "message": TOO_LARGE}]
+
+
+# -- s-guards: /__admin/ from other origins, the journal's bounds, names and nesting ------
+
+CROSS_SITE = [{"Origin": "http://evil.example"}, {"Origin": "null"},
+              {"Origin": "http://127.0.0.1:1"}, {"Sec-Fetch-Site": "cross-site"},
+              {"Sec-Fetch-Site": "same-site"}]
+ADMIN_REFUSED = ("A request to /__admin/ from a web page on another origin is refused: the "
+                 "test controls are for test runners, never for pages a browser visits.")
+
+
+@pytest.mark.parametrize("headers", CROSS_SITE)
+@pytest.mark.parametrize("method, path", [("POST", "/__admin/reset"),
+                                          ("GET", "/__admin/requests"),
+                                          ("DELETE", "/__admin/requests"),
+                                          ("OPTIONS", "/__admin/reset")])
+def test_a_test_control_asked_from_another_origin_is_403_and_does_nothing(
+        server, headers, method, path):
+    create(server)  # something a reset would take away
+    before, kept = everyone(server), journal(server, headers={})
+    reply = call(server, method, path, headers=headers)
+    assert assert_problem(reply, 403)["detail"] == ADMIN_REFUSED
+    assert not [name for name in reply.headers if name.startswith("Access-Control")]
+    assert journal(server, headers={}) == kept
+    assert everyone(server) == before
+
+
+@pytest.mark.parametrize("headers", [{}, {"Sec-Fetch-Site": "same-origin"},
+                                     {"Sec-Fetch-Site": "none"}, "own origin"])
+def test_a_test_control_asked_from_its_own_origin_or_no_browser_is_answered(variant, headers):
+    running = start_server(variant, fake_users=2)
+    try:
+        if headers == "own origin":
+            headers = {"Origin": "http://127.0.0.1:%d" % running.server_address[1]}
+        call(running, "DELETE", "/users/1")
+        assert call(running, "POST", "/__admin/reset", headers=headers).status == 204
+        assert [user["id"] for user in everyone(running)] == [1, 2]
+    finally:
+        stop_server(running)
+
+
+class ForeignPage(http.server.BaseHTTPRequestHandler):
+    """A page on another origin (another port) whose script resets the API it is given."""
+
+    def do_GET(self):
+        target = urllib.parse.unquote(self.path.partition("?")[2])
+        page = ("<!doctype html><title>foreign</title><script>fetch(%s, {method: 'POST', "
+                "mode: 'no-cors'}).then(() => { document.title = 'sent'; }, "
+                "() => { document.title = 'failed'; });</script>" % json.dumps(target))
+        body = page.encode("utf-8")
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+def test_a_page_on_another_origin_cannot_reset_the_api_in_a_browser(browser):
+    running = start_server(fake_users=3, quiet=False)
+    foreign = http.server.HTTPServer(("127.0.0.1", 0), ForeignPage)
+    threading.Thread(target=foreign.serve_forever, args=(0.01,), daemon=True).start()
+    try:
+        call(running, "DELETE", "/users/3")  # the reset would bring it back
+        target = "http://127.0.0.1:%d/__admin/reset" % running.server_address[1]
+        browser.open("http://127.0.0.1:%d/?%s" % (foreign.server_address[1], quote(target)))
+        browser.wait_for("document.title === 'sent'")
+        assert [user["id"] for user in everyone(running)] == [1, 2]
+    finally:
+        foreign.shutdown()
+        foreign.server_close()
+        stop_server(running)
+
+
+def test_the_api_description_says_a_test_control_may_be_403(server):
+    paths = openapi(server)["paths"]
+    for path, method in (("/__admin/reset", "post"), ("/__admin/requests", "get"),
+                         ("/__admin/requests", "delete")):
+        assert paths[path][method]["responses"]["403"]["description"] == (
+            "Sent by a web page on another origin (Origin or Sec-Fetch-Site says so)")
