@@ -2702,29 +2702,67 @@ class ResettableMemoryStore(MemoryStore):
 
 
 class Journal:
-    """The last requests to /users, kept as they came and written out only when asked for,
-    so that keeping them costs a request almost nothing. Safe between threads with no lock:
-    a deque's appends are thread-safe, as the collections documentation says, and clear()
-    and the copy entries() takes are each one call on it."""
+    """The last requests to the resources, kept as they came, bounded in count and in bytes
+    whatever the traffic (each request's header fields cut), and written out only when asked
+    for, so that keeping them costs a request almost nothing. A lock keeps the count of
+    bytes true between threads."""
 
-    LIMIT = 1000  # requests kept: a bound on memory, whatever the traffic
+    LIMIT = 1000  # requests kept
+    MAX_BYTES = 16 * 2 ** 20  # in all, the oldest going first: a bound on memory
     MAX_BODY = 64 * 1024  # bytes of each body kept
+    MAX_FIELDS = 8 * 1024  # characters of each request's header fields, names and values
 
     def __init__(self):
-        self.kept = collections.deque(maxlen=self.LIMIT)
+        self.kept, self.size, self.lock = collections.deque(), 0, threading.Lock()
 
     def add(self, method, target, fields, body, status):
         """Keep one request, as it is answered: its method, target, header fields as (name,
         value) pairs, body, status and the time (within a millisecond of when it came)."""
-        self.kept.append((method, target, fields, body[:self.MAX_BODY], status, time.time()))
+        request = (method, target, cut_fields(fields, self.MAX_FIELDS), body[:self.MAX_BODY],
+                   status, time.time())
+        with self.lock:
+            self.kept.append(request)
+            self.size += request_size(request)
+            while len(self.kept) > self.LIMIT or self.size > self.MAX_BYTES:
+                self.size -= request_size(self.kept.popleft())
 
     def entries(self):
         """The requests kept, oldest first, as JSON objects."""
-        return [journal_entry(*request) for request in self.kept.copy()]
+        with self.lock:
+            kept = list(self.kept)
+        return [journal_entry(*request) for request in kept]
 
     def clear(self):
         """Forget every request."""
-        self.kept.clear()
+        with self.lock:
+            self.kept.clear()
+            self.size = 0
+
+
+def cut_fields(pairs, budget):
+    """Header fields as (name, value) pairs, up to a budget of characters in all: the value
+    that crosses it is cut and ends in "...", and the fields after it are left out."""
+    kept = []
+    for name, value in pairs:
+        if len(name) + len(value) > budget:
+            kept.append((name[:budget], value[:max(0, budget - len(name))] + "..."))
+            break
+        kept.append((name, value))
+        budget -= len(name) + len(value)
+    return kept
+
+
+def request_size(request):
+    """What a kept request weighs, roughly its bytes: its target, header fields and body."""
+    method, target, pairs, body = request[:4]
+    return len(target) + len(body) + sum(len(name) + len(value) for name, value in pairs)
+
+
+# Credentials are shown as *** (a browser sends localhost's cookies of other apps too)
+MASKED_FIELDS = {"authorization": "scheme", "proxy-authorization": "scheme", "cookie": "all",
+                 "x-api-key": "all"}
+KEY_IN_QUERY = re.compile(r"([?&](?:api_key|apikey|access_token|token|key)=)[^&#]*",
+                          re.IGNORECASE)
 
 
 def journal_entry(method, target, pairs, body, status, received_at):
@@ -2733,11 +2771,10 @@ def journal_entry(method, target, pairs, body, status, received_at):
     for name, value in pairs:
         fields[name] = fields[name] + ", " + value if name in fields else value
     for name in list(fields):
-        if name.lower() in ("authorization", "proxy-authorization"):
-            fields[name] = fields[name].split(" ")[0] + " ***"
-        elif name.lower() == "cookie":
-            fields[name] = "***"  # a browser sends localhost's cookies of other apps too
-    return {"method": method, "target": target, "headers": fields,
+        masked = MASKED_FIELDS.get(name.lower())
+        if masked:
+            fields[name] = fields[name].split(" ")[0] + " ***" if masked == "scheme" else "***"
+    return {"method": method, "target": KEY_IN_QUERY.sub(r"\1***", target), "headers": fields,
             "body": body.decode("utf-8", errors="replace"), "status": int(status),
             "received": rfc3339(received_at)}
 

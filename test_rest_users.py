@@ -6764,3 +6764,66 @@ def test_the_api_description_says_a_test_control_may_be_403(server):
                          ("/__admin/requests", "delete")):
         assert paths[path][method]["responses"]["403"]["description"] == (
             "Sent by a web page on another origin (Origin or Sec-Fetch-Site says so)")
+
+
+def traced_growth(action):
+    """The bytes that stay allocated after an action, as tracemalloc counts them (CPython)."""
+    try:
+        import tracemalloc
+    except ImportError:
+        pytest.skip("tracemalloc is CPython's")
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        action()
+        return tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+
+
+def test_the_journal_keeps_at_most_16_mib_the_oldest_going_first():
+    journal, body = rest_users.Journal(), b"b" * 65536
+    kept = traced_growth(lambda: [journal.add("POST", "/users/%d" % n, [("Host", "h")],
+                                              b"%06d" % n + body[6:], HTTPStatus.CREATED)
+                                  for n in range(1000)])
+    targets = [entry["target"] for entry in journal.entries()]
+    assert 16 * 2 ** 20 - 65536 * 2 < kept < 16 * 2 ** 20 + 2 ** 20  # not 64 MiB
+    assert targets == ["/users/%d" % n for n in range(1000 - len(targets), 1000)]
+    assert 240 < len(targets) < 256
+
+
+def test_the_journal_cuts_each_requests_header_fields_at_8_kib_in_memory(journaled):
+    padding = [("X-Padding-%d" % n, "p" * 60000) for n in range(15)]  # 900 KB a request
+
+    def send():
+        connection = connect(journaled)
+        for _ in range(5):
+            connection.request("GET", "/users", headers=dict(padding))  # a 401, kept too
+            connection.getresponse().read()
+        connection.close()
+    assert traced_growth(send) < 2 ** 20  # not 4.5 MB
+    fields = journal(journaled)[-1]["headers"]
+    assert sum(len(name) + len(value) for name, value in fields.items()) == 8192 + len("...")
+    assert fields["X-Padding-0"].endswith("p...") and "X-Padding-1" not in fields
+
+
+def test_a_journal_entry_cut_ends_its_last_value_with_three_dots(journaled):
+    host = "127.0.0.1:%d" % journaled.server_address[1]
+    headers = {"Authorization": "Bearer " + KEY, "X-Small": "s", "X-Big": "b" * 9000,
+               "X-Later": "left out"}
+    call(journaled, "GET", "/users", headers=headers)
+    used = sum(len(name) + len(value) for name, value in [
+        ("Host", host), ("Accept-Encoding", "identity"), ("Authorization", "Bearer " + KEY),
+        ("X-Small", "s"), ("X-Big", "")])
+    assert journal(journaled)[-1]["headers"] == {
+        "Host": host, "Accept-Encoding": "identity", "Authorization": "Bearer ***",
+        "X-Small": "s", "X-Big": "b" * (8192 - used) + "..."}
+
+
+def test_the_journal_masks_a_key_sent_in_the_query_or_as_x_api_key(journaled):
+    call(journaled, "GET", "/users?api_key=s3cret&name=Ada&token=t0ken&access_token=a",
+         headers=dict(BEARER_HEADERS, **{"X-Api-Key": "s3cret"}))
+    (entry,) = [entry for entry in journal(journaled) if "name=Ada" in entry["target"]]
+    assert entry["target"] == "/users?api_key=***&name=Ada&token=***&access_token=***"
+    assert entry["headers"]["X-Api-Key"] == "***"
+    assert "s3cret" not in json.dumps(journal(journaled))
