@@ -1911,12 +1911,30 @@ def merge_patch(target, patch):
     return merged
 
 
+MAX_DEPTH = 100  # levels of arrays and objects in a json field's value
+TOO_DEEP = "is nested deeper than %d levels of arrays and objects" % MAX_DEPTH
+
+
 def check_json(value):
     """Say what is wrong with a json field's value, or return None: any JSON value is right
-    (an XmlValue, from an XML body, is not)."""
-    if isinstance(value, (type(None), bool, int, float, str, list, dict)):
-        return None
-    return "must be JSON, not " + describe(value)
+    (an XmlValue, from an XML body, is not) unless nested so deep that writing it (XML,
+    json.dumps) would exhaust Python's recursion for every reader of a list."""
+    if not isinstance(value, (type(None), bool, int, float, str, list, dict)):
+        return "must be JSON, not " + describe(value)
+    return TOO_DEEP if nesting(value) > MAX_DEPTH else None
+
+
+def nesting(value):
+    """How many levels of arrays and objects a value has (a body's objects are ObjectPairs,
+    a list of pairs), counted a level at a time, so that no depth is too deep to count."""
+    levels, layer = 0, [value]
+    while layer:
+        layer = [member for each in layer for member in (
+            each.values() if isinstance(each, dict) else
+            (pair[1] for pair in each) if isinstance(each, ObjectPairs) else
+            each if isinstance(each, list) else ())]
+        levels += 1
+    return levels - 1
 
 
 TYPES["json"] = Type(check_json, str, None, None, False, add_json_xml, has_xml_names,
@@ -2927,6 +2945,8 @@ def read_load_file(path):
         raise ValueError("%s: is not UTF-8 text" % path) from None
     try:
         document = json.loads(text, object_pairs_hook=ObjectPairs, parse_constant=refuse_constant)
+    except RecursionError:  # deeper than Python's recursion: deeper than any value may be
+        raise ValueError("%s: %s" % (path, TOO_DEEP)) from None
     except ValueError as error:
         raise ValueError("%s: is not a JSON array of users or object of resources: %s"
                          % (path, error)) from None

@@ -6827,3 +6827,69 @@ def test_the_journal_masks_a_key_sent_in_the_query_or_as_x_api_key(journaled):
     assert entry["target"] == "/users?api_key=***&name=Ada&token=***&access_token=***"
     assert entry["headers"]["X-Api-Key"] == "***"
     assert "s3cret" not in json.dumps(journal(journaled))
+
+
+DOCS = Resource("docs", [Field("title", "string", required=True), Field("body", "json")])
+TOO_DEEP = "is nested deeper than 100 levels of arrays and objects"
+
+
+def nested(levels):
+    """A JSON value this many levels of arrays and objects deep: {"a": [{"a": [...]}]}."""
+    value = 1
+    for level in range(levels):
+        value = [value] if level % 2 else {"a": value}
+    return value
+
+
+@pytest.fixture(scope="module", params=KINDS)
+def docs_server(request, tmp_path_factory):
+    """Users and docs, whose body is any JSON value, on each store."""
+    options = options_for(request.param, tmp_path_factory)
+    running = start_server(options.pop("variant", "default"), resources=[USERS, DOCS], **options)
+    yield running
+    stop_server(running)
+
+
+def test_a_json_value_100_levels_deep_is_written_and_read_in_both_formats(docs_server):
+    created = post(docs_server, "/docs", {"title": "deep", "body": nested(100)})
+    assert created["body"] == nested(100)
+    path = "/docs/%d" % created["id"]
+    assert call(docs_server, "GET", path).json()["body"] == nested(100)
+    reply = call(docs_server, "GET", path, headers=XML_HEADERS)
+    assert reply.status == 200 and reply.body.count(b"<a ") == 50
+    assert call(docs_server, "GET", "/docs", headers=XML_HEADERS).status == 200
+
+
+@pytest.mark.parametrize("method", ["POST", "PUT", "PATCH"])
+def test_a_json_value_101_levels_deep_is_422_for_its_field_and_breaks_no_list(
+        docs_server, method):
+    kept = post(docs_server, "/docs", {"title": "kept", "body": [1]})
+    path = "/docs" if method == "POST" else "/docs/%d" % kept["id"]
+    reply = call(docs_server, method, path, {"title": "deep", "body": nested(101)})
+    assert assert_problem(reply, 422)["errors"] == [{"field": "body", "message": TOO_DEEP}]
+    assert call(docs_server, "GET", "/docs/%d" % kept["id"]).json()["body"] == [1]
+    assert call(docs_server, "GET", "/docs?limit=1000", headers=XML_HEADERS).status == 200
+
+
+def test_a_json_value_101_levels_deep_in_xml_is_422_for_its_field(docs_server):
+    element = "<body type=\"object\">" + "<a type=\"object\">" * 100 + "<a>x</a>" + (
+        "</a>" * 100) + "</body>"
+    reply = call(docs_server, "POST", "/docs", "<doc><title>t</title>%s</doc>" % element,
+                 XML_BODY)
+    assert assert_problem(reply, 422)["errors"] == [{"field": "body", "message": TOO_DEEP}]
+
+
+@pytest.mark.parametrize("levels", [101, 900, 5000])
+def test_a_db_json_nested_too_deep_stops_the_start_with_one_line(tmp_path, capsys, levels):
+    path = write_db_json(tmp_path, b'{"posts": [{"id": 1, "meta": %s}]}' % json.dumps(
+        nested(min(levels, 500))).encode() if levels < 900 else (
+        b'{"posts": [{"id": 1, "meta": ' + b"[" * levels + b"]" * levels + b"}]}"))
+    status, out, err = failed_start(capsys, "--port", "0", "--quiet", "--load", path)
+    assert (status, out) == (2, "")
+    assert err.count("\n") == 1 and "Traceback" not in err
+    if levels < 900:
+        assert err == "rest_users: cannot load %s: posts: post 1 of 1: meta %s\n" % (
+            path, TOO_DEEP)
+    else:  # where json's own recursion stops, the line cannot name the entry
+        assert err.startswith("rest_users: cannot load %s: " % path)
+        assert err.endswith(TOO_DEEP + "\n")
