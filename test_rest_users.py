@@ -6829,7 +6829,7 @@ def test_the_journal_masks_a_key_sent_in_the_query_or_as_x_api_key(journaled):
     assert "s3cret" not in json.dumps(journal(journaled))
 
 
-DOCS = Resource("docs", [Field("title", "string", required=True), Field("body", "json")])
+DEEP_DOCS = Resource("docs", [Field("title", "string", required=True), Field("body", "json")])
 TOO_DEEP = "is nested deeper than 100 levels of arrays and objects"
 
 
@@ -6845,7 +6845,7 @@ def nested(levels):
 def docs_server(request, tmp_path_factory):
     """Users and docs, whose body is any JSON value, on each store."""
     options = options_for(request.param, tmp_path_factory)
-    running = start_server(options.pop("variant", "default"), resources=[USERS, DOCS], **options)
+    running = start_server(options.pop("variant", "default"), resources=[USERS, DEEP_DOCS], **options)
     yield running
     stop_server(running)
 
