@@ -1947,12 +1947,30 @@ def merge_patch(target, patch):
     return merged
 
 
+MAX_DEPTH = 100  # levels of arrays and objects in a json field's value
+TOO_DEEP = "is nested deeper than %d levels of arrays and objects" % MAX_DEPTH
+
+
 def check_json(value):
     """Say what is wrong with a json field's value, or return None: any JSON value is right
-    (an XmlValue, from an XML body, is not)."""
-    if isinstance(value, (type(None), bool, int, float, str, list, dict)):
-        return None
-    return "must be JSON, not " + describe(value)
+    (an XmlValue, from an XML body, is not) unless nested so deep that writing it (XML,
+    json.dumps) would exhaust Python's recursion for every reader of a list."""
+    if not isinstance(value, (type(None), bool, int, float, str, list, dict)):
+        return "must be JSON, not " + describe(value)
+    return TOO_DEEP if nesting(value) > MAX_DEPTH else None
+
+
+def nesting(value):
+    """How many levels of arrays and objects a value has (a body's objects are ObjectPairs,
+    a list of pairs), counted a level at a time, so that no depth is too deep to count."""
+    levels, layer = 0, [value]
+    while layer:
+        layer = [member for each in layer for member in (
+            each.values() if isinstance(each, dict) else
+            (pair[1] for pair in each) if isinstance(each, ObjectPairs) else
+            each if isinstance(each, list) else ())]
+        levels += 1
+    return levels - 1
 
 
 TYPES["json"] = Type(check_json, str, None, None, False, add_json_xml, has_xml_names,
@@ -2653,6 +2671,8 @@ def headers_to_allow(asked):
 ADMIN_ROUTES = [route("/__admin/reset", r"/__admin/reset", {"POST": "reset"}, cors=False),
                 route("/__admin/requests", r"/__admin/requests",
                       {"GET": "list_requests", "DELETE": "clear_requests"}, cors=False)]
+ADMIN_REFUSED = ("A request to /__admin/ from a web page on another origin is refused: the "
+                 "test controls are for test runners, never for pages a browser visits.")
 
 
 class FakeApiHandler(UsersHandler):
@@ -2669,10 +2689,21 @@ class FakeApiHandler(UsersHandler):
     body_received = b""  # this request's body, once read
 
     def check_caller(self):
-        """After the checks of who asks, --fail-rate may fail the request."""
+        """After the checks of who asks: a test control is refused to a page on another
+        origin, and --fail-rate may fail a request for a resource."""
         super().check_caller()
+        if is_under(self.path.partition("?")[0], "/__admin") and self.from_another_origin():
+            raise ApiError(HTTPStatus.FORBIDDEN, ADMIN_REFUSED)
         if self.server.fake_api.fail_rate and self.for_resource():  # without it, no match
             fail_on_demand(self.server.fake_api.fail_rate, self.command)
+
+    def from_another_origin(self):
+        """Whether a browser sent this from a page on another origin, as its Origin (RFC 6454
+        §7) or Sec-Fetch-Site (W3C Fetch Metadata) says. CORS keeps such a page from reading
+        an answer, not from sending a form or a no-cors fetch that resets the store."""
+        origin, own = self.headers.get("Origin"), "http://" + self.headers.get("Host", "")
+        return (origin is not None and origin.lower() != own.lower()
+                or self.headers.get("Sec-Fetch-Site") in ("cross-site", "same-site"))
 
     def read_body(self):
         """Keep the body for the journal."""
@@ -2753,29 +2784,67 @@ class ResettableMemoryStore(MemoryStore):
 
 
 class Journal:
-    """The last requests to /users, kept as they came and written out only when asked for,
-    so that keeping them costs a request almost nothing. Safe between threads with no lock:
-    a deque's appends are thread-safe, as the collections documentation says, and clear()
-    and the copy entries() takes are each one call on it."""
+    """The last requests to the resources, kept as they came, bounded in count and in bytes
+    whatever the traffic (each request's header fields cut), and written out only when asked
+    for, so that keeping them costs a request almost nothing. A lock keeps the count of
+    bytes true between threads."""
 
-    LIMIT = 1000  # requests kept: a bound on memory, whatever the traffic
+    LIMIT = 1000  # requests kept
+    MAX_BYTES = 16 * 2 ** 20  # in all, the oldest going first: a bound on memory
     MAX_BODY = 64 * 1024  # bytes of each body kept
+    MAX_FIELDS = 8 * 1024  # characters of each request's header fields, names and values
 
     def __init__(self):
-        self.kept = collections.deque(maxlen=self.LIMIT)
+        self.kept, self.size, self.lock = collections.deque(), 0, threading.Lock()
 
     def add(self, method, target, fields, body, status):
         """Keep one request, as it is answered: its method, target, header fields as (name,
         value) pairs, body, status and the time (within a millisecond of when it came)."""
-        self.kept.append((method, target, fields, body[:self.MAX_BODY], status, time.time()))
+        request = (method, target, cut_fields(fields, self.MAX_FIELDS), body[:self.MAX_BODY],
+                   status, time.time())
+        with self.lock:
+            self.kept.append(request)
+            self.size += request_size(request)
+            while len(self.kept) > self.LIMIT or self.size > self.MAX_BYTES:
+                self.size -= request_size(self.kept.popleft())
 
     def entries(self):
         """The requests kept, oldest first, as JSON objects."""
-        return [journal_entry(*request) for request in self.kept.copy()]
+        with self.lock:
+            kept = list(self.kept)
+        return [journal_entry(*request) for request in kept]
 
     def clear(self):
         """Forget every request."""
-        self.kept.clear()
+        with self.lock:
+            self.kept.clear()
+            self.size = 0
+
+
+def cut_fields(pairs, budget):
+    """Header fields as (name, value) pairs, up to a budget of characters in all: the value
+    that crosses it is cut and ends in "...", and the fields after it are left out."""
+    kept = []
+    for name, value in pairs:
+        if len(name) + len(value) > budget:
+            kept.append((name[:budget], value[:max(0, budget - len(name))] + "..."))
+            break
+        kept.append((name, value))
+        budget -= len(name) + len(value)
+    return kept
+
+
+def request_size(request):
+    """What a kept request weighs, roughly its bytes: its target, header fields and body."""
+    method, target, pairs, body = request[:4]
+    return len(target) + len(body) + sum(len(name) + len(value) for name, value in pairs)
+
+
+# Credentials are shown as *** (a browser sends localhost's cookies of other apps too)
+MASKED_FIELDS = {"authorization": "scheme", "proxy-authorization": "scheme", "cookie": "all",
+                 "x-api-key": "all"}
+KEY_IN_QUERY = re.compile(r"([?&](?:api_key|apikey|access_token|token|key)=)[^&#]*",
+                          re.IGNORECASE)
 
 
 def journal_entry(method, target, pairs, body, status, received_at):
@@ -2784,11 +2853,10 @@ def journal_entry(method, target, pairs, body, status, received_at):
     for name, value in pairs:
         fields[name] = fields[name] + ", " + value if name in fields else value
     for name in list(fields):
-        if name.lower() in ("authorization", "proxy-authorization"):
-            fields[name] = fields[name].split(" ")[0] + " ***"
-        elif name.lower() == "cookie":
-            fields[name] = "***"  # a browser sends localhost's cookies of other apps too
-    return {"method": method, "target": target, "headers": fields,
+        masked = MASKED_FIELDS.get(name.lower())
+        if masked:
+            fields[name] = fields[name].split(" ")[0] + " ***" if masked == "scheme" else "***"
+    return {"method": method, "target": KEY_IN_QUERY.sub(r"\1***", target), "headers": fields,
             "body": body.decode("utf-8", errors="replace"), "status": int(status),
             "received": rfc3339(received_at)}
 
@@ -2941,6 +3009,8 @@ def read_load_file(path):
         raise ValueError("%s: is not UTF-8 text" % path) from None
     try:
         document = json.loads(text, object_pairs_hook=ObjectPairs, parse_constant=refuse_constant)
+    except RecursionError:  # deeper than Python's recursion: deeper than any value may be
+        raise ValueError("%s: %s" % (path, TOO_DEEP)) from None
     except ValueError as error:
         raise ValueError("%s: is not a JSON array of users or object of resources: %s"
                          % (path, error)) from None
@@ -4194,6 +4264,7 @@ def problem_response(description, *headers):
 PROBLEMS = {
     "400": "Malformed body or query, or bad framing",
     "401": "Missing or wrong Bearer token",
+    "403": "Sent by a web page on another origin (Origin or Sec-Fetch-Site says so)",
     "408": "The request stopped arriving for the idle timeout",
     "404": "No such item",
     "406": "The Accept header takes none of JSON, XML",
@@ -4461,14 +4532,14 @@ OPERATIONS = {  # the handler method that answers a verb -> what the document sa
     "reset": described(
         "resetUsers", "Back to the starting users", "testing", dict(DONE, **{
             "409": problem_response("With --db: a database file is not reset over HTTP")}),
-        ("401",)),
+        ("401", "403")),
     "list_requests": described(
         "listRequests", "The requests sent to the resources", "testing", {"200": {
             "description": "The journal", "headers": header_refs("Vary"),
             "content": {JSON_TYPE: {"schema": json_schema_ref("Journal")}}}},
-        ("401",), head=("headRequests", "The journal's headers")),
+        ("401", "403"), head=("headRequests", "The journal's headers")),
     "clear_requests": described("clearRequests", "Empty the journal", "testing", DONE,
-                                ("401",)),
+                                ("401", "403")),
     "get_index": described(
         "getIndex", "The index, or the explorer page for a browser", "service", {"200": {
             "description": "Where things are", "headers": header_refs("Vary"),
