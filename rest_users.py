@@ -1929,9 +1929,13 @@ TYPES["json"] = Type(check_json, str, None, None, False, add_json_xml, has_xml_n
 # ---------------------------------------------------------------------------------------
 
 import collections
+import errno
 import itertools
+import os
 import random
 import sqlite3
+import stat
+import tempfile
 
 SQL_TYPES = {"string": "TEXT", "integer": "INTEGER", "boolean": "INTEGER", "number": "REAL",
              "json": "TEXT"}  # a json field is kept as its JSON text
@@ -2667,8 +2671,7 @@ class FakeApiServer(UsersServer):
     def __init__(self, *args, fake_api=None, **options):
         self.fake_api, self.journal = fake_api or FakeApi(), Journal()
         super().__init__(*args, **options)
-        self.resource_targets = re.compile(r"(?:%s)(?:[/?]|$)" % "|".join(  # /users, /users/1?x
-            re.escape(resource.path) for resource in self.resources))
+        self.resource_targets = resource_targets(self.resources)
 
     def reset(self):
         """Back to the items the server started with, new ids after them, and the journal
@@ -2676,6 +2679,12 @@ class FakeApiServer(UsersServer):
         for store in self.stores.values():
             store.reset(self.fake_api.starting_items(store.resource))
         self.journal.clear()
+
+
+def resource_targets(resources):
+    """What the targets of requests for the resources match: /users, /users/1?x."""
+    return re.compile(r"(?:%s)(?:[/?]|$)" % "|".join(
+        re.escape(resource.path) for resource in resources))
 
 
 class ResettableMemoryStore(MemoryStore):
@@ -2866,7 +2875,7 @@ class SingularResource(Resource):
                              SINGULAR_ACTIONS, "GET, HEAD, PUT, PATCH, OPTIONS", self, True, None)]
 
 
-def read_load_file(path):
+def read_load_file(path, expected="a JSON array of users or object of resources"):
     """The document of a --load file: an array of users, or json-server's db.json object."""
     try:
         with open(path, "rb") as file:
@@ -2878,10 +2887,9 @@ def read_load_file(path):
     try:
         document = json.loads(text, object_pairs_hook=ObjectPairs, parse_constant=refuse_constant)
     except ValueError as error:
-        raise ValueError("%s: is not a JSON array of users or object of resources: %s"
-                         % (path, error)) from None
+        raise ValueError("%s: is not %s: %s" % (path, expected, error)) from None
     if not isinstance(document, list):
-        raise ValueError("%s: is not a JSON array of users or object of resources" % path)
+        raise ValueError("%s: is not %s" % (path, expected))
     return document
 
 
@@ -3016,16 +3024,272 @@ def digits_as_integer(resource, key, value):
 
 def check_file_references(resources, items, source):
     """Every reference a file's items make names an item of the file; a ValueError if not."""
+    for resource, field, item, value in broken_references(resources, items):
+        raise ValueError("%s: %s: %s %d: %s %s names no item of %s" % (
+            source, resource.collection, resource.item, item.id, field.name, value,
+            field.refers_to))
+
+
+def broken_references(resources, items):
+    """(resource, field, item, value) for each reference of a file's items to no item."""
     ids = {collection: {item.id for item in loaded} for collection, loaded in items.items()}
     for resource in resources:
         for field in (field for field in resource.fields if field.refers_to):
             position = resource.position[field.name]
-            for number, item in enumerate(items.get(resource.collection, []), 1):
+            for item in items.get(resource.collection, []):
                 if item[position] is not None and item[position] not in ids.get(
                         field.refers_to, ()):
-                    raise ValueError("%s: %s: %s %d: %s %s names no item of %s" % (
-                        source, resource.collection, resource.item, item.id, field.name,
-                        item[position], field.refers_to))
+                    yield resource, field, item, item[position]
+
+
+# -- The file as the store: `python rest_users.py db.json`, as json-server serves it --------
+# A json-server user keeps db.json in git and edits it by hand: here the file is the API.
+# Every change is in the file before it is answered, the file replaced whole and atomically
+# (POSIX rename(2)), written as json-server writes it, so that `git diff db.json` shows just
+# the change; and an edit by anyone else is served once the file is valid JSON again.
+MAKE_ONE = "make one with: echo '{\"posts\": []}' > %s"
+WATCH_EVERY = 0.25  # seconds between looks at the file for an edit by hand
+EVERYTHING = ListQuery(limit=MAX_ID, offset=0, sort=("id",), filters=(), q=None)
+
+
+class DbFile:
+    """The db.json a server serves and keeps: its document at start (what a reset brings
+    back), and how it looked on disk when last read or written (an edit changes that)."""
+
+    def __init__(self, path):
+        self.path, self.name = path, os.path.basename(path)
+        self.started = read_db_file(path)
+        self.seen = file_signature(path)
+
+    def contents(self, document, warn=True):
+        """The resources and items of a document; a reference to a missing item (json-server's
+        deletes leave them) is kept as it is, with a line per resource when warn."""
+        resources, entries = resources_from_file(document, [], self.path)
+        items = {resource.collection: items_from_entries(
+            resource, entries[resource.collection], self.path, "%s: " % resource.collection)
+            for resource in resources}
+        for line in orphan_lines(resources, items, self.path) if warn else ():
+            print(line, file=sys.stderr, flush=True)
+        return resources, items
+
+    def save(self, stores):
+        """Write the stores' items over the file, as json-server does; the caller locks."""
+        replace_file(self.path, file_bytes(stores))
+        self.seen = file_signature(self.path)
+
+    def edited(self):
+        """Whether the file has changed on disk since it was last read or written."""
+        try:
+            return file_signature(self.path) != self.seen
+        except OSError:  # gone for a moment, as an editor saves: not an edit yet
+            return False
+
+
+def read_db_file(path):
+    """A db.json's document, or a ValueError saying what is wrong and how to make one."""
+    try:
+        document = read_load_file(path, "a JSON object of resources")
+        if not isinstance(document, ObjectPairs) or not document:
+            raise ValueError("%s: is not a JSON object of resources" % path)
+    except ValueError as error:
+        raise ValueError("%s; %s" % (error, MAKE_ONE % path)) from None
+    return document
+
+
+def file_signature(path):
+    """What changes when a file is written: its inode (a rename), size and time."""
+    status = os.stat(path)
+    return status.st_ino, status.st_size, status.st_mtime_ns
+
+
+def database_document(stores):
+    """The whole API as json-server's db.json holds it: each collection an array of its items,
+    a singular resource its one object."""
+    document = {}
+    for store in stores:
+        items = [item_document(store.resource, item) for item in store.list(EVERYTHING)[1]]
+        document[store.resource.collection] = items[0] if store.resource.singular else items
+    return document
+
+
+def file_bytes(stores):
+    """The file json-server writes: JSON.stringify(db, null, 2), non-ASCII as itself."""
+    return json.dumps(database_document(stores), indent=2, ensure_ascii=False).encode("utf-8")
+
+
+def replace_file(path, data):
+    """Put data in place of the file at path, whole or not at all: written to a temporary
+    file in the same folder, synced to disk, then renamed over it (rename(2) is atomic),
+    keeping the file's mode; a read-only file is an OSError, as it would be for json-server."""
+    mode = stat.S_IMODE(os.stat(path).st_mode)
+    if not mode & 0o222 or not os.access(path, os.W_OK):  # root may write a read-only file
+        raise PermissionError(errno.EACCES, "the file is read-only")
+    descriptor, temporary = tempfile.mkstemp(prefix=".%s." % os.path.basename(path),
+                                             dir=os.path.dirname(os.path.abspath(path)))
+    try:
+        with os.fdopen(descriptor, "wb") as file:
+            file.write(data)
+            file.flush()
+            os.fsync(file.fileno())
+        os.chmod(temporary, mode)
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+
+
+def orphan_lines(resources, items, source):
+    """A line per resource whose items refer to items the file lacks, naming them."""
+    missing = collections.OrderedDict()
+    for resource, field, item, value in broken_references(resources, items):
+        missing.setdefault((resource.collection, field.name, field.refers_to), []).append(value)
+    return ["%s: %s: %s names %s missing from the file: %s; served and saved as they are" % (
+        source, collection, name, referred, ", ".join(map(str, sorted(set(values)))))
+        for (collection, name, referred), values in missing.items()]
+
+
+class FileKeptStore(ResettableMemoryStore):
+    """ResettableMemoryStore whose changes, when the server keeps a file, are in the file
+    before they are answered; a change that cannot be saved is undone, and is a 507."""
+
+    db_file = None  # the DbFile of the server, when it keeps one
+    neighbours = ()  # the stores of the server, all of which the file holds
+
+    def create(self, fields, write=True, check=None):
+        """The core's create, saved."""
+        with self.lock:
+            before = self.before_change(write)
+            return self.saved(before, super().create(fields, write, check))
+
+    def update(self, item_id, change, write=True):
+        """The core's update, saved."""
+        with self.lock:
+            before = self.before_change(write)
+            return self.saved(before, super().update(item_id, change, write))
+
+    def delete(self, item_id, check, write=True):
+        """The core's delete, saved."""
+        with self.lock:
+            before = self.before_change(write)
+            return self.saved(before, super().delete(item_id, check, write))
+
+    def before_change(self, write):
+        """What to go back to if a write cannot be saved: None if nothing is to be saved."""
+        return (list(self.items.values()), self.last_id) if write and self.db_file else None
+
+    def saved(self, before, result):
+        """Save every store in the file and return result; if that fails, undo, and 507."""
+        if before is not None:
+            try:
+                self.db_file.save(self.neighbours)
+            except OSError as error:
+                print("rest_users: %s: %s" % (self.db_file.path, error), file=sys.stderr)
+                self.start(before[0])
+                self.last_id, self.changes = before[1], self.changes + 1
+                raise ApiError(HTTPStatus.INSUFFICIENT_STORAGE, "The change could not be "
+                               "saved in %s (%s): nothing was changed." % (
+                                   self.db_file.name, error.strerror or error)) from None
+        return result
+
+
+class FileHandler(UsersHandler):
+    """UsersHandler with json-server's GET /db: the whole API, as the file holds it."""
+
+    @classmethod
+    def keyed_paths(cls, resources):
+        """The whole API needs the key, as each resource does."""
+        return super().keyed_paths(resources) + ("/db",)
+
+    def get_db(self):
+        """GET /db: every resource's items, in JSON, as json-server's db.json holds them."""
+        with self.server.store.lock:  # one moment's items of every resource
+            document = database_document(self.server.stores.values())
+        self.respond(HTTPStatus.OK, json_bytes(document), JSON.content_type)
+
+
+DB_ROUTE = route("/db", r"/db", {"GET": "get_db"})
+
+
+class FileServer(FakeApiServer):
+    """FakeApiServer that may keep a db.json (a DbFile), serves its edits by hand, and
+    with read_only takes no write (405)."""
+
+    handler_class = FileHandler
+    db_file = None
+
+    def __init__(self, *args, db_file=None, read_only=False, **options):
+        self.db_file, self.read_only, self.watching = db_file, read_only, threading.Event()
+        super().__init__(*args, **options)
+        self.serve(self.stores.values())
+        if db_file is not None:
+            threading.Thread(target=self.watch, daemon=True).start()
+
+    def serve(self, stores):
+        """Serve these stores from now on: their routes, each saved in the file."""
+        stores = list(stores)
+        self.stores = {store.resource.collection: store for store in stores}
+        self.store, self.resources = stores[0], [store.resource for store in stores]
+        self.routes = self.handler_class.route_table(self.resources)
+        self.keyed_paths = self.handler_class.keyed_paths(self.resources)
+        if self.read_only:
+            self.routes = [reading_only(found) for found in self.routes]
+        for store in stores if self.db_file else ():
+            store.db_file, store.neighbours = self.db_file, stores
+            store.kept_in = "%s, written at every change" % self.db_file.path
+
+    def reset(self):
+        """Back to the file as it was at start, written."""
+        if self.db_file is None:
+            return super().reset()
+        with self.store.lock:
+            self.take(self.db_file.started)
+            self.db_file.save(self.stores.values())
+        self.journal.clear()
+
+    def take(self, document, warn=False):
+        """Serve a document's resources and items in new stores (the caller locks); a
+        ValueError if it is not a valid db.json."""
+        resources, items = self.db_file.contents(document, warn)
+        changes = sum(store.changes for store in self.stores.values()) + 1  # no page kept
+        stores = [type(self.store)(items[resource.collection], resource, self.store)
+                  for resource in resources]
+        if stores:  # a file emptied of resources keeps the last ones, served empty
+            stores[0].changes = changes
+            self.serve(stores)
+            self.resource_targets = resource_targets(self.resources)
+
+    def watch(self):
+        """Serve the file's edits by hand within a second; a file not valid is not taken."""
+        complained = None
+        while not self.watching.wait(WATCH_EVERY):
+            if not self.db_file.edited():
+                continue
+            with self.store.lock:
+                if not self.db_file.edited():  # the server's own write, just now
+                    continue
+                try:
+                    self.db_file.seen = file_signature(self.db_file.path)
+                    self.take(read_db_file(self.db_file.path), warn=True)
+                    complained = None
+                except (ValueError, OSError) as error:
+                    if str(error) != complained:
+                        print("rest_users: not taken: %s" % error, file=sys.stderr, flush=True)
+                    complained = str(error)
+
+    def server_close(self):
+        """Stop watching the file, then close as the others do."""
+        self.watching.set()
+        super().server_close()
+
+
+def reading_only(found):
+    """A route that reads only (--read-only): its other verbs are 405s."""
+    if found.resource is None:
+        return found
+    return route(found.path, found.pattern.pattern, {verb: action for verb, action in
+                                                     found.actions.items() if verb == "GET"},
+                 found.resource, found.cors, found.parent)
 
 
 # --fake-users: 64 given names times 64 family names, then again with a middle initial
@@ -4918,7 +5182,6 @@ def log_date(second):
 # ---------------------------------------------------------------------------------------
 
 import argparse
-import os
 import signal
 from os import environ
 
@@ -4927,19 +5190,20 @@ DEFAULT_PORT = 8000
 
 
 class PlainHandler(TeachingHandler, XmlBodyHandler, ExplorerHandler, OpenApiHandler,
-                   FakeApiHandler, ReferenceHandler, DialectHandler, CorsHandler, EdgeHandler):
+                   FakeApiHandler, FileHandler, ReferenceHandler, DialectHandler, CorsHandler,
+                   EdgeHandler):
     """The core's handler with Appendices A to E. Each mix-in overrides hooks of its own,
     so their order changes no answer; what a route carries (CORS or not) the route says.
     The routes they add are listed here, in one place."""
 
-    added_routes = ADMIN_ROUTES + [OPENAPI_ROUTE, INDEX_ROUTE]
+    added_routes = ADMIN_ROUTES + [DB_ROUTE, OPENAPI_ROUTE, INDEX_ROUTE]
 
 
 class DefaultHandler(FastHandler, PlainHandler):
     """PlainHandler with the speed-ups of Appendix F."""
 
 
-class PlainMemoryStore(DialectMemoryStore, ResettableMemoryStore):
+class PlainMemoryStore(FileKeptStore, DialectMemoryStore, ResettableMemoryStore):
     """The core's store with Appendix C's additions."""
 
 
@@ -4947,7 +5211,7 @@ class DefaultMemoryStore(FastMemoryStore, PlainMemoryStore):
     """PlainMemoryStore with the speed-up of Appendix F."""
 
 
-class PlainServer(FakeApiServer, CorsServer, EdgeServer):
+class PlainServer(FileServer, CorsServer, EdgeServer):
     """The core's server with the options of Appendices A and C."""
 
     handler_class = PlainHandler
@@ -4977,11 +5241,13 @@ def render_user(user, fmt):
 def make_server(host=DEFAULT_HOST, port=DEFAULT_PORT, *, db=None, api_key=None, cors=None,
                 max_body=DEFAULT_MAX_BODY, quiet=False, timeout=DEFAULT_IDLE_TIMEOUT,
                 allow_host=(), plain=False, delay=0, fail_rate=0.0, fake_users=0, load=None,
-                users=None, resources=None):
+                users=None, resources=None, file=None, read_only=False):
     """Return a bound DefaultServer, not yet serving: call serve_forever(). plain=True
     leaves out the speed-ups. cors is an origin, a list of them, or "*". delay to users are
-    the fake API's options. resources: the Resources served, [USERS] when None."""
+    the fake API's options. resources: the Resources served, [USERS] when None. file: a
+    db.json to serve and keep, as json-server does; read_only: writes are 405s."""
     fake_api = FakeApi(delay, fail_rate, fake_users, load, users, resources)  # ValueError
+    db_file = file and serve_file(fake_api, file, db)
     server_class = PlainServer if plain else DefaultServer
     if db:
         fake_api.add_stored(stored_declarations(db))
@@ -4997,11 +5263,22 @@ def make_server(host=DEFAULT_HOST, port=DEFAULT_PORT, *, db=None, api_key=None, 
                     fake_api.starting_items(resource), resource, stores[0] if stores else None))
         return server_class((host, port), stores, api_key=api_key, cors=cors,
                             max_body=max_body, quiet=quiet, timeout=timeout,
-                            allow_host=allow_host, fake_api=fake_api)
+                            allow_host=allow_host, fake_api=fake_api, db_file=db_file,
+                            read_only=read_only)
     except BaseException:
         for store in stores:
             store.close()
         raise
+
+
+def serve_file(fake_api, path, db):
+    """The DbFile of a db.json to serve and keep, whose resources and items fake_api now
+    starts with; a ValueError if the file cannot be (or --db is given too)."""
+    if db:
+        raise ValueError("%s with --db: the file is the store; serve one or the other" % path)
+    db_file = DbFile(path)
+    fake_api.resources, fake_api.items = db_file.contents(db_file.started)
+    return db_file
 
 
 def stored_declarations(path):
@@ -5118,7 +5395,19 @@ def parse_arguments(argv):
                              "api.example behind a proxy (repeatable; '*' for any). Without "
                              "it: localhost and IP addresses only, against DNS rebinding")
     add_fake_api_arguments(parser)
+    add_file_arguments(parser)
     return parser.parse_args(argv)
+
+
+def add_file_arguments(parser):
+    """The command line's db.json, served and kept as json-server does, and its options."""
+    parser.add_argument("file", nargs="?", metavar="db.json",
+                        help="serve this JSON file's resources, as json-server does, and "
+                             "keep every change in it (default: no file)")
+    parser.add_argument("--watch", "-w", action="store_true",
+                        help="serve the file's edits by hand (always on; json-server's option)")
+    parser.add_argument("--read-only", "--ro", action="store_true",
+                        help="take no write: POST, PUT, PATCH and DELETE are 405s")
 
 
 def add_fake_api_arguments(parser):
@@ -5182,7 +5471,7 @@ def main(argv=None):
                              cors=options.cors, max_body=options.max_body, quiet=options.quiet,
                              allow_host=options.allow_host, delay=options.delay,
                              fail_rate=options.fail_rate, fake_users=options.fake_users,
-                             load=options.load)
+                             load=options.load, file=options.file, read_only=options.read_only)
     except ValueError as error:  # a --load file with a mistake; what it is, is in the message
         print("rest_users: cannot load %s" % error, file=sys.stderr)
         return 2

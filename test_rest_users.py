@@ -6680,3 +6680,255 @@ def test_a_number_too_large_to_hold_in_xml_is_422_saying_so(noted):
                  XML_BODY)
     problem = assert_problem(reply, 422)
     assert problem["errors"] == [{"field": "score", "message": TOO_LARGE}]
+
+
+# -- s-file: the db.json named on the command line is the store --------------------------
+
+TYPICODE = {  # a db.json as a front-end developer keeps it, with non-ASCII text
+    "posts": [{"id": 1, "title": "json-server", "author": "typicode"},
+              {"id": 2, "title": "Ünïcödé stays as itself", "author": "zoë"}],
+    "comments": [{"id": 1, "body": "some comment", "postId": 1}],
+    "profile": {"name": "typicode"},
+}
+
+
+def as_json_server_writes(document):
+    """The bytes json-server writes for a document: JSON.stringify(db, null, 2)."""
+    return json.dumps(document, indent=2, ensure_ascii=False).encode("utf-8")
+
+
+def file_server(folder, content=TYPICODE, variant="default", **options):
+    """A server whose store is a db.json in the folder, and the file's path."""
+    path = write_db_json(folder, content)
+    return start_server(variant, file=path, **options), path
+
+
+def read_back(path):
+    with open(path, "rb") as file:
+        return file.read()
+
+
+def test_the_file_may_be_named_before_or_after_the_options():
+    assert rest_users.parse_arguments(["db.json", "--port", "0"]).file == "db.json"
+    assert rest_users.parse_arguments(["--port", "0", "db.json"]).file == "db.json"
+
+
+def test_python_rest_users_py_db_json_serves_the_file(tmp_path):
+    path = write_db_json(tmp_path, TYPICODE)
+    process, banner = run_service(path, "--port", "0", "--quiet")
+    try:
+        served = Port(port_of(banner))
+        assert call(served, "GET", "/posts/2").json() == TYPICODE["posts"][1]
+        assert call(served, "GET", "/").json() == {
+            "posts": "/posts", "comments": "/comments", "profile": "/profile"}
+    finally:
+        process.kill()  # a clean stop waits up to a second; it is tested elsewhere
+        process.communicate(timeout=10)
+
+
+def test_a_file_serves_exactly_its_keys_and_its_users_have_no_built_in_checks(tmp_path, variant):
+    running, path = file_server(tmp_path, {"users": [{"id": 1, "name": "Ada"}]}, variant)
+    try:
+        assert call(running, "GET", "/").json() == {"users": "/users"}
+        assert_problem(call(running, "GET", "/posts"), 404)
+        reply = call(running, "POST", "/users", {"name": "  "})  # no email, a blank name
+        assert (reply.status, reply.json()) == (201, {"id": 2, "name": "  "})
+    finally:
+        stop_server(running)
+
+
+@pytest.mark.parametrize("content", [None, b"[]", b'{"posts": [1]', b"\xff"])
+def test_a_missing_or_broken_file_stops_the_start_saying_how_to_make_one(
+        tmp_path, capsys, content):
+    path = str(tmp_path / "db.json")
+    if content is not None:
+        write_db_json(tmp_path, content)
+    status, out, err = failed_start(capsys, path)
+    assert (status, out, err.count("\n")) == (2, "", 1)
+    assert err.startswith("rest_users: cannot load %s: " % path)
+    assert err.endswith("make one with: echo '{\"posts\": []}' > %s\n" % path)
+
+
+def test_a_file_and_db_together_are_exit_2(tmp_path, capsys):
+    path = write_db_json(tmp_path, TYPICODE)
+    status, out, err = failed_start(capsys, path, "--db", str(tmp_path / "users.db"))
+    assert (status, out) == (2, "")
+    assert err == ("rest_users: cannot load %s with --db: the file is the store; serve one "
+                   "or the other\n" % path)
+
+
+def test_every_write_is_in_the_file_as_json_server_writes_it(tmp_path, variant):
+    running, path = file_server(tmp_path, variant=variant)
+    expected = json.loads(json.dumps(TYPICODE))
+    try:
+        assert read_back(path) == json.dumps(TYPICODE).encode()  # not written until a write
+        post(running, "/posts", {"title": "Grüße", "author": "ö"})
+        expected["posts"].append({"id": 3, "title": "Grüße", "author": "ö"})
+        assert read_back(path) == as_json_server_writes(expected)
+        call(running, "PUT", "/posts/1", {"title": "replaced", "author": "me"})
+        expected["posts"][0] = {"id": 1, "title": "replaced", "author": "me"}
+        assert read_back(path) == as_json_server_writes(expected)
+        call(running, "PATCH", "/posts/2", {"title": "patched"})
+        expected["posts"][1]["title"] = "patched"
+        assert read_back(path) == as_json_server_writes(expected)
+        call(running, "PATCH", "/profile", {"name": "Zoë"})
+        expected["profile"]["name"] = "Zoë"
+        assert read_back(path) == as_json_server_writes(expected)
+        assert call(running, "DELETE", "/posts/3").status == 200
+        del expected["posts"][2]
+        assert read_back(path) == as_json_server_writes(expected)
+        assert call(running, "GET", "/db").json() == expected
+    finally:
+        stop_server(running)
+    assert sorted(os.listdir(str(tmp_path))) == ["db.json"]  # no temporary file left behind
+
+
+def test_the_file_keeps_its_mode(tmp_path):
+    path = write_db_json(tmp_path, TYPICODE)
+    os.chmod(path, 0o640)
+    running = start_server(file=path)
+    try:
+        post(running, "/posts", {"title": "t", "author": "a"})
+    finally:
+        stop_server(running)
+    assert oct(os.stat(path).st_mode & 0o777) == oct(0o640)
+
+
+def test_get_db_is_the_whole_api_as_the_file_holds_it(tmp_path):
+    running, path = file_server(tmp_path)
+    try:
+        reply = call(running, "GET", "/db")
+        assert (reply.status, reply.headers["Content-Type"]) == (200, JSON_TYPE)
+        assert reply.json() == TYPICODE
+    finally:
+        stop_server(running)
+
+
+def unsaveable_by_a_read_only_file(path):
+    os.chmod(path, 0o444)
+
+
+def unsaveable_by_a_folder_gone(path):
+    folder = os.path.dirname(path)
+    os.rename(folder, folder + "-moved")
+    with open(folder, "w") as file:  # the folder's path is now a file: nothing can go in it
+        file.write("not a folder")
+    return folder + "-moved/db.json"
+
+
+@pytest.mark.parametrize("make_unsaveable", [unsaveable_by_a_read_only_file,
+                                             unsaveable_by_a_folder_gone])
+def test_a_write_that_cannot_be_saved_is_507_and_nothing_changes(tmp_path, make_unsaveable):
+    os.mkdir(str(tmp_path / "folder"))
+    running, path = file_server(tmp_path / "folder")
+    try:
+        before = call(running, "GET", "/posts").json()
+        path = make_unsaveable(path) or path
+        for method, target, body in [("POST", "/posts", {"title": "t", "author": "a"}),
+                                     ("PATCH", "/posts/1", {"title": "t"}),
+                                     ("DELETE", "/posts/2", None)]:
+            problem = assert_problem(call(running, method, target, body), 507)
+            assert problem["detail"].startswith("The change could not be saved in db.json (")
+            assert problem["detail"].endswith("): nothing was changed.")
+        assert call(running, "GET", "/posts").json() == before
+        assert read_back(path) == json.dumps(TYPICODE).encode()
+    finally:
+        stop_server(running)
+
+
+def test_reset_brings_back_the_file_as_at_start_and_writes_it(tmp_path, variant):
+    running, path = file_server(tmp_path, variant=variant)
+    try:
+        post(running, "/posts", {"title": "t", "author": "a"})
+        call(running, "DELETE", "/comments/1")
+        assert call(running, "POST", "/__admin/reset").status == 204
+        assert call(running, "GET", "/db").json() == TYPICODE
+        assert read_back(path) == as_json_server_writes(TYPICODE)
+        assert post(running, "/posts", {"title": "t", "author": "a"})["id"] == 3
+    finally:
+        stop_server(running)
+
+
+def test_concurrent_writes_each_land_in_the_file_while_readers_read(tmp_path):
+    running, path = file_server(tmp_path)
+    written, errors = [], []
+
+    def write(number):
+        for round_ in range(10):
+            reply = call(running, "POST", "/posts", {"title": "%d.%d" % (number, round_),
+                                                     "author": "a"})
+            written.append(reply.json()) if reply.status == 201 else errors.append(reply.body)
+
+    def read():
+        for _ in range(20):
+            reply = call(running, "GET", "/db")
+            errors.extend([] if reply.status == 200 else [reply.body])
+
+    threads = [threading.Thread(target=write, args=(number,)) for number in range(4)]
+    threads += [threading.Thread(target=read) for _ in range(2)]
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        stop_server(running)
+    assert errors == []
+    saved = json.loads(read_back(path).decode("utf-8"))["posts"]
+    assert sorted(saved[2:], key=lambda post: post["id"]) == sorted(
+        written, key=lambda post: post["id"])
+    assert len(written) == 40
+
+
+def kill_during_writes(path, writers=4):
+    """Start rest_users.py on the file, write from threads, kill -9 it while they write;
+    return the posts it answered."""
+    process, banner = run_service(path, "--port", "0", "--quiet")
+    served, answered, enough = Port(port_of(banner)), [], threading.Event()
+
+    def write():
+        with contextlib.suppress(OSError, http.client.HTTPException):
+            while True:
+                reply = call(served, "POST", "/posts", {"title": "t", "author": "a"})
+                answered.append(reply.json())
+                if len(answered) >= 30:
+                    enough.set()
+
+    threads = [threading.Thread(target=write, daemon=True) for _ in range(writers)]
+    for thread in threads:
+        thread.start()
+    enough.wait(10)
+    process.kill()
+    process.communicate(timeout=10)
+    for thread in threads:
+        thread.join(10)
+    return list(answered)
+
+
+def test_a_kill_9_during_concurrent_writes_loses_no_answered_write(tmp_path):
+    path = write_db_json(tmp_path, TYPICODE)
+    for round_ in range(2):
+        answered = kill_during_writes(path)
+        saved = json.loads(read_back(path).decode("utf-8"))["posts"]  # parses: never torn
+        assert [post for post in answered if post not in saved] == []
+        assert len(answered) >= 30
+
+
+def test_read_only_answers_writes_with_405(tmp_path):
+    running, path = file_server(tmp_path, read_only=True)
+    try:
+        reply = call(running, "POST", "/posts", {"title": "t", "author": "a"})
+        problem = assert_problem(reply, 405)
+        assert reply.headers["Allow"] == "GET, HEAD, OPTIONS"
+        assert problem["detail"] == "/posts does not take POST; it takes GET, HEAD, OPTIONS."
+        assert_problem(call(running, "PATCH", "/profile", {"name": "x"}), 405)
+        assert call(running, "GET", "/posts/1").json() == TYPICODE["posts"][0]
+    finally:
+        stop_server(running)
+    assert read_back(path) == json.dumps(TYPICODE).encode()
+
+
+def test_read_only_and_watch_are_on_the_command_line():
+    options = rest_users.parse_arguments(["db.json", "--ro", "-w"])
+    assert (options.read_only, options.watch) == (True, True)
+    assert rest_users.parse_arguments(["db.json", "--read-only"]).read_only
