@@ -2604,8 +2604,8 @@ class FakeApiHandler(UsersHandler):
 
     @classmethod
     def keyed_paths(cls, resources):
-        """The test controls need the key too."""
-        return super().keyed_paths(resources) + ("/__admin",)
+        """The test controls need the key too, and GET /db, which holds every resource."""
+        return super().keyed_paths(resources) + ("/__admin", "/db")
     body_received = b""  # this request's body, once read
 
     def check_caller(self):
@@ -3195,11 +3195,6 @@ class FileKeptStore(ResettableMemoryStore):
 
 class FileHandler(UsersHandler):
     """UsersHandler with json-server's GET /db: the whole API, as the file holds it."""
-
-    @classmethod
-    def keyed_paths(cls, resources):
-        """The whole API needs the key, as each resource does."""
-        return super().keyed_paths(resources) + ("/db",)
 
     def get_db(self):
         """GET /db: every resource's items, in JSON, as json-server's db.json holds them."""
@@ -4503,6 +4498,10 @@ DESCRIPTIONS = {  # what a viewer shows under each operation's summary
     "getOpenApi": "This OpenAPI 3.1 document, open without the key.",
     "headOpenApi": "The headers GET /openapi.json would send, without the body.",
     "optionsOpenApi": "The methods /openapi.json takes, in Allow.",
+    "getDb": "Every resource at once, in JSON: each collection an array of its items, each "
+             "singular resource its object, as json-server's GET /db and its db.json.",
+    "headDb": "The headers GET /db would send, without the body.",
+    "optionsDb": "The methods /db takes, in Allow.",
     "resetUsers": "Puts the users back to those the server started with (--fake-users, "
                   "--load), new ids continuing after them, and empties the journal: a known "
                   "state for each end-to-end test. A database file is not reset (409).",
@@ -4671,13 +4670,19 @@ OPERATIONS = {  # the handler method that answers a verb -> what the document sa
             "content": dict(body_content(json_schema_ref("Index")),
                             **{"text/html": {"schema": TEXT}})}},
         ("406",), head=("headIndex", "The index's headers")),
+    "get_db": described(
+        "getDb", "Every resource, as json-server's db.json holds them", "service", {"200": {
+            "description": "Each collection's items, and each singular resource's object",
+            "headers": header_refs("Vary"),
+            "content": {JSON_TYPE: {"schema": {"type": "object"}}}}},
+        ("401", "406"), head=("headDb", "The headers of every resource")),
     "get_openapi": described(
         "getOpenApi", "This document", "service", {"200": {
             "description": "The OpenAPI document",
             "content": {JSON_TYPE: {"schema": {"type": "object"}}}}},
         ("406",), head=("headOpenApi", "This document's headers")),
 }
-OPTIONS_IDS = {"/": "optionsIndex", "/openapi.json": "optionsOpenApi",
+OPTIONS_IDS = {"/": "optionsIndex", "/openapi.json": "optionsOpenApi", "/db": "optionsDb",
                "/__admin/reset": "optionsReset", "/__admin/requests": "optionsRequests"}
 
 
