@@ -2309,10 +2309,16 @@ class ReferenceHandler(UsersHandler):
         super().check_write(item)
         if not self.resource.references:  # the declaration says it refers to nothing
             return
+        # a reference the item already makes is not checked again, so that an orphan a
+        # json-server file holds can be changed otherwise, as json-server lets it be
+        current = self.store.get(item.id)
+        kept = set(references_of(self.resource, current, self.server.resources)
+                   if current else ())
         errors = [(field.name, "there is no %s with id %s" % (referred.item, value))
                   for field, referred, value in references_of(self.resource, item,
                                                               self.server.resources)
-                  if self.server.stores[referred.collection].get(value) is None]
+                  if (field, referred, value) not in kept
+                  and self.server.stores[referred.collection].get(value) is None]
         if errors:
             raise Invalid(self.resource, errors)
 

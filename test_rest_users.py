@@ -6932,3 +6932,157 @@ def test_read_only_and_watch_are_on_the_command_line():
     options = rest_users.parse_arguments(["db.json", "--ro", "-w"])
     assert (options.read_only, options.watch) == (True, True)
     assert rest_users.parse_arguments(["db.json", "--read-only"]).read_only
+
+
+def replace_by_hand(path, content):
+    """Write a file as an editor does: in place, whole."""
+    with open(path, "wb") as file:
+        file.write(content if isinstance(content, bytes) else json.dumps(content).encode())
+
+
+def served_within(running, target, expected, seconds=1.0):
+    """Poll GET target until it answers expected, or the time is up; whether it did."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if call(running, "GET", target).json() == expected:
+            return True
+        time.sleep(0.02)  # polling under a deadline, not synchronisation by sleeping
+    return False
+
+
+def test_an_edit_by_hand_is_served_within_a_second(tmp_path, variant):
+    running, path = file_server(tmp_path, variant=variant)
+    try:
+        edited = dict(TYPICODE, posts=TYPICODE["posts"] + [{"id": 3, "title": "by hand",
+                                                            "author": "me"}])
+        replace_by_hand(path, edited)
+        assert served_within(running, "/posts/3", {"id": 3, "title": "by hand", "author": "me"})
+        assert call(running, "GET", "/db").json() == edited
+        edited["todos"] = [{"id": 1, "title": "a new collection"}]  # new resources too
+        replace_by_hand(path, edited)
+        assert served_within(running, "/todos", edited["todos"])
+        assert post(running, "/todos", {"title": "kept"})["id"] == 2
+        assert json.loads(read_back(path).decode())["todos"][1] == {"id": 2, "title": "kept"}
+    finally:
+        stop_server(running)
+
+
+def test_a_broken_edit_is_not_taken_until_the_file_is_valid(tmp_path, capsys):
+    running, path = file_server(tmp_path)
+    try:
+        replace_by_hand(path, b'{"posts": [{"id": 1, "title": "half')
+        deadline, told = time.monotonic() + 2, ""
+        while "not taken" not in told and time.monotonic() < deadline:
+            told += capsys.readouterr().err
+            time.sleep(0.02)
+        assert told == ("rest_users: not taken: %s: is not a JSON object of resources: "
+                        "Unterminated string starting at: line 1 column 31 (char 30); make "
+                        "one with: echo '{\"posts\": []}' > %s\n" % (path, path))
+        assert call(running, "GET", "/db").json() == TYPICODE  # what it had
+        replace_by_hand(path, {"posts": []})
+        assert served_within(running, "/db", {"posts": []})
+    finally:
+        stop_server(running)
+
+
+# A db.json written by json-server 0.17.4: DELETE /users/1 deleted the user's posts and
+# albums, and left the comments of post 1 and the photos of album 1 (orphans); a POST
+# /comments put its id last.
+JSON_SERVER_017_FILE = """{
+  "users": [
+    {
+      "id": 2,
+      "name": "Ervin Howell",
+      "address": {
+        "city": "Wisokyburgh"
+      }
+    }
+  ],
+  "posts": [
+    {
+      "id": 2,
+      "userId": 2,
+      "title": "qui est esse"
+    }
+  ],
+  "comments": [
+    {
+      "id": 1,
+      "postId": 1,
+      "name": "id labore",
+      "email": "Eliseo@gardner.biz"
+    },
+    {
+      "id": 2,
+      "postId": 2,
+      "name": "quo vero",
+      "email": "Jayne_Kuhic@sydney.com"
+    },
+    {
+      "postId": 2,
+      "name": "né",
+      "email": "a@b.c",
+      "id": 3
+    }
+  ],
+  "albums": [
+    {
+      "id": 2,
+      "userId": 2,
+      "title": "sunt qui excepturi"
+    }
+  ],
+  "photos": [
+    {
+      "id": 1,
+      "albumId": 1,
+      "title": "accusamus beatae"
+    },
+    {
+      "id": 2,
+      "albumId": 1,
+      "title": "reprehenderit est"
+    },
+    {
+      "id": 3,
+      "albumId": 2,
+      "title": "officia porro"
+    }
+  ],
+  "profile": {
+    "name": "typicode"
+  }
+}"""
+
+
+def test_json_server_017s_file_with_orphans_loads_warns_and_is_written_back(tmp_path, capsys):
+    path = write_db_json(tmp_path, JSON_SERVER_017_FILE.encode())
+    running = start_server(file=path)
+    try:
+        assert capsys.readouterr().err == (
+            "%s: comments: postId names posts missing from the file: 1; served and saved as "
+            "they are\n%s: photos: albumId names albums missing from the file: 1; served and "
+            "saved as they are\n" % (path, path))
+        expected = json.loads(JSON_SERVER_017_FILE)
+        assert call(running, "GET", "/comments/1").json() == expected["comments"][0]
+        assert call(running, "GET", "/db").json() == expected
+        problem = assert_problem(call(running, "PATCH", "/photos/3", {"albumId": 1}), 422)
+        assert problem["errors"] == [{"field": "albumId", "message": "there is no album with id 1"}]
+        post(running, "/photos", {"albumId": 2, "title": "new"})
+        expected["photos"].append({"id": 4, "albumId": 2, "title": "new"})
+        assert json.loads(read_back(path).decode("utf-8")) == expected
+    finally:
+        stop_server(running)
+
+
+def test_an_orphan_may_be_changed_while_its_reference_stays_as_it_is(tmp_path, capsys):
+    path = write_db_json(tmp_path, JSON_SERVER_017_FILE.encode())
+    running = start_server(file=path)
+    try:
+        reply = call(running, "PATCH", "/comments/1", {"name": "still about post 1"})
+        assert (reply.status, reply.json()) == (200, {
+            "id": 1, "postId": 1, "name": "still about post 1", "email": "Eliseo@gardner.biz"})
+        problem = assert_problem(call(running, "PATCH", "/comments/2", {"postId": 1}), 422)
+        assert problem["errors"] == [{"field": "postId", "message": "there is no post with id 1"}]
+    finally:
+        stop_server(running)
