@@ -7086,3 +7086,19 @@ def test_an_orphan_may_be_changed_while_its_reference_stays_as_it_is(tmp_path, c
         assert problem["errors"] == [{"field": "postId", "message": "there is no post with id 1"}]
     finally:
         stop_server(running)
+
+
+NESTED = {"posts": [{"id": 1, "meta": {"tags": [1, {"ü": "ö\n"}], "none": {}, "no": []}}],
+          "drafts": [], "settings": {"theme": {"dark": True}, "sizes": [1, 2.5]}}
+
+
+def test_nested_values_and_empty_resources_are_written_as_json_server_writes_them(
+        tmp_path, variant):
+    running, path = file_server(tmp_path, NESTED, variant)
+    try:
+        post(running, "/posts", {"meta": {"a": [[]], "b": None}})
+        expected = dict(NESTED, posts=NESTED["posts"] + [{"id": 2, "meta": {"a": [[]],
+                                                                           "b": None}}])
+        assert read_back(path) == as_json_server_writes(expected)
+    finally:
+        stop_server(running)
