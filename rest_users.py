@@ -103,7 +103,7 @@ class NotFound(ApiError):
 
     def __init__(self, resource, item_id):
         super().__init__(HTTPStatus.NOT_FOUND,
-                         "There is no %s with id %d." % (resource.item, item_id))
+                         "There is no %s with id %s." % (resource.item, item_id))
 
 
 class Taken(ApiError):
@@ -160,8 +160,9 @@ def find_route(routes, path):
     """Return the route for a path and the arguments it captures (ids), or (None, None)."""
     for candidate in routes:
         match = candidate.pattern.fullmatch(path)
-        arguments = [int(group) for group in match.groups()] if match else None
-        if match and max(arguments, default=0) <= MAX_ID:
+        arguments = [int(group) if ITEM_ID.fullmatch(group) else group  # or text: Appendix C
+                     for group in match.groups()] if match else None
+        if match and max([each for each in arguments if type(each) is int], default=0) <= MAX_ID:
             return candidate, arguments
     return None, None
 
@@ -294,7 +295,7 @@ class UsersHandler(BaseHTTPRequestHandler):
         fields = validate(self.resource, self.read_item_body(), given=self.related.given)
         item = self.store.create(fields, check=self.check_write)
         self.send_item(HTTPStatus.CREATED, item,
-                       [("Location", "%s/%d" % (self.resource.path, item.id))])
+                       [("Location", "%s/%s" % (self.resource.path, item.id))])
 
     def retrieve(self, item_id):
         """GET /users/{id}: the item, or 304 when the client's copy is current."""
@@ -688,8 +689,8 @@ def check_id(value, path_id):
     """Say what is wrong with an id in a body, or return None: only a PUT or PATCH may repeat it."""
     if path_id is None:
         return "is assigned by the server; leave it out"
-    if type(value) is not int or value != path_id:  # bool is an int too, but not an id
-        return "must be %d, the id in the path, or be left out" % path_id
+    if type(value) is not type(path_id) or value != path_id:  # a bool is an int, not an id
+        return "must be %s, the id in the path, or be left out" % json.dumps(path_id)
     return None
 
 
@@ -800,17 +801,21 @@ class MemoryStore:
             return caseless_key(value) in [caseless_key(each) for each in values]
         return value in values
 
+    def next_id(self):
+        """The id of the next item created: the one after the last given (the caller locks)."""
+        return self.last_id + 1
+
     def create(self, fields, write=True, check=None):
         """Add an item with these {field: value}s, after check(item) has passed, and return
         it; write=False, as update and delete take it, only checks (returning None)."""
         with self.lock:
-            item = new_item(self.resource, self.last_id + 1, fields)
+            item = new_item(self.resource, self.next_id(), fields)
             if check is not None:
                 check(item)
             self.check_unique(item)
             if not write:
                 return None
-            self.last_id += 1
+            self.last_id = item.id
             self.items[item.id] = item
             self.changes += 1
             return item
@@ -2340,7 +2345,7 @@ def referred_to(resource, item_id, counts):
     named = in_words(["%d %s" % (count, child.item if count == 1 else child.collection)
                       for child, count in counts])
     them = "it" if sum(count for _, count in counts) == 1 else "them"
-    return ("The %s with id %d is referred to by %s; change or delete %s first: nothing was "
+    return ("The %s with id %s is referred to by %s; change or delete %s first: nothing was "
             "deleted." % (resource.item, item_id, named, them))
 
 
@@ -2405,7 +2410,7 @@ class References(Related):
         parent = handler.route.parent
         if parent is not None:
             self.given = {parent[1]: handler.parent_id}
-            self.path = "%s/%d%s" % (parent[0].path, handler.parent_id, handler.resource.path)
+            self.path = "%s/%s%s" % (parent[0].path, handler.parent_id, handler.resource.path)
 
     def document(self, resource, item):
         """A read's item with the items _embed and _expand add to it, in JSON."""
@@ -2911,7 +2916,7 @@ def items_from_entries(resource, entries, source, within=""):
                              % ", ".join(resource.field_names))
         item = item_from_entry(resource, entry, where, digit_ids=bool(within))
         if item.id in ids:
-            raise ValueError(where + "the id %d is %s %d's too" % (item.id, resource.item,
+            raise ValueError(where + "the id %s is %s %d's too" % (item.id, resource.item,
                                                                    ids[item.id]))
         for field in resource.unique:
             key = unique_key(field, item[resource.position[field.name]])
@@ -2924,6 +2929,8 @@ def items_from_entries(resource, entries, source, within=""):
         if item.id is not None:
             ids[item.id] = number
         items.append(item)
+    if isinstance(resource, TextIdResource):  # as json-server 1.0 gives them: random
+        return [item if item.id else item._replace(id=new_text_id(ids)) for item in items]
     new_ids = itertools.count(max(ids, default=0) + 1)
     return [item if item.id else item._replace(id=next(new_ids)) for item in items]
 
@@ -2938,6 +2945,8 @@ def item_from_entry(resource, pairs, where, digit_ids=False):
         raise ValueError(where + "; ".join("%s %s" % pair for pair in error.errors)) from None
     if len(given_ids) > 1:
         raise ValueError(where + "id is given more than once")
+    if given_ids and isinstance(resource, TextIdResource):
+        return new_item(resource, text_id(resource, given_ids[0], where), fields)
     if digit_ids and given_ids and isinstance(given_ids[0], str) and DIGITS.fullmatch(
             given_ids[0]):
         given_ids[0] = int(given_ids[0])
@@ -2949,11 +2958,14 @@ def item_from_entry(resource, pairs, where, digit_ids=False):
 MAX_LOADED_LENGTH = 10000  # characters in a string of a resource read off a file
 
 
-def resources_from_file(document, declared, source):
+def resources_from_file(document, declared, source, text_ids=False):
     """The resources a db.json object holds, and each one's entries: a declared resource
     (users) keeps its fields and gains any other key of its items as an optional field;
-    another one gets the fields its items show. An array is a collection."""
-    resources, entries, names = list(declared), {}, [name for name, _ in document]
+    another one gets the fields its items show. An array is a collection; with text_ids,
+    one with an id of text that is not digits is a TextIdResource."""
+    resources, entries = list(declared), {}
+    texts = {name for name, value in document if text_ids and has_text_ids(value)}
+    names = [name for name, _ in document if name not in texts]  # what a key may refer to
     for name, value in document:
         singular = isinstance(value, ObjectPairs)  # an object: one item, as /profile
         if singular:
@@ -2969,7 +2981,8 @@ def resources_from_file(document, declared, source):
         known = next((resource for resource in declared if resource.collection == name), None)
         fields = inferred_fields(value, names, known.field_names if known else None)
         try:
-            kind = SingularResource if singular else Resource
+            kind = (SingularResource if singular else TextIdResource if name in texts
+                    else Resource)
             resource = kind(name, (known.fields if known else ()) + fields,
                             item=known.item if known else None)
         except ValueError as error:
@@ -3070,7 +3083,7 @@ class DbFile:
     def contents(self, document, warn=True):
         """The resources and items of a document; a reference to a missing item (json-server's
         deletes leave them) is kept as it is, with a line per resource when warn."""
-        resources, entries = resources_from_file(document, [], self.path)
+        resources, entries = resources_from_file(document, [], self.path, text_ids=True)
         items = {resource.collection: items_from_entries(
             resource, entries[resource.collection], self.path, "%s: " % resource.collection)
             for resource in resources}
@@ -3159,6 +3172,40 @@ def orphan_lines(resources, items, source):
         for (collection, name, referred), values in missing.items()]
 
 
+class TextIdResource(Resource):
+    """A collection whose ids are text, as json-server 1.0's "042c" or MongoDB's: served as
+    given, matched exactly in a path, sorted as text; new ones random hex (new_text_id)."""
+
+    def __init__(self, collection, fields, *, item=None):
+        super().__init__(collection, fields, item=item)
+        self.routes[1] = route(self.path + "/{id}", r"%s/([^/]+)/?" % re.escape(self.path),
+                               ITEM_ACTIONS, self)
+
+
+def has_text_ids(entries):
+    """Whether a collection's entries have an id of text other than digits."""
+    return isinstance(entries, list) and any(
+        isinstance(entry, ObjectPairs) and any(key == "id" and isinstance(value, str) and not
+                                               DIGITS.fullmatch(value) for key, value in entry)
+        for entry in entries)
+
+
+def text_id(resource, value, where=""):
+    """An id of a TextIdResource as its text: a path's digits came as a number."""
+    if type(value) is int or isinstance(value, str) and value and "/" not in value:
+        return str(value)
+    raise ValueError(where + "id must be text without a slash, or a whole number")
+
+
+def new_text_id(taken):
+    """An id that none of taken has, made as json-server 1.0 makes one: random hex,
+    four digits, longer when those are nearly all taken."""
+    for attempt in itertools.count():
+        candidate = os.urandom(2 + attempt // 8).hex()
+        if candidate not in taken:
+            return candidate
+
+
 class FileKeptStore(ResettableMemoryStore):
     """ResettableMemoryStore whose changes, when the server keeps a file, are in the file
     before they are answered; a change that cannot be saved is undone, and is a 507."""
@@ -3167,22 +3214,42 @@ class FileKeptStore(ResettableMemoryStore):
     neighbours = ()  # the stores of the server, all of which the file holds
 
     def create(self, fields, write=True, check=None):
-        """The core's create, saved."""
+        """The core's create, saved; text ids kept in order, as the core keeps numbers."""
         with self.lock:
             before = self.before_change(write)
-            return self.saved(before, super().create(fields, write, check))
+            item = super().create(fields, write, check)
+            if item is not None and self.text_ids:
+                self.items = dict(sorted(self.items.items()))
+            return self.saved(before, item)
 
     def update(self, item_id, change, write=True):
         """The core's update, saved."""
         with self.lock:
             before = self.before_change(write)
-            return self.saved(before, super().update(item_id, change, write))
+            return self.saved(before, super().update(self.own_id(item_id), change, write))
 
     def delete(self, item_id, check, write=True):
         """The core's delete, saved."""
         with self.lock:
             before = self.before_change(write)
-            return self.saved(before, super().delete(item_id, check, write))
+            return self.saved(before, super().delete(self.own_id(item_id), check, write))
+
+    def get(self, item_id):
+        """The core's get, of an id as the store keeps it."""
+        return super().get(self.own_id(item_id))
+
+    @property
+    def text_ids(self):
+        """Whether the ids are text (a TextIdResource's)."""
+        return isinstance(self.resource, TextIdResource)
+
+    def own_id(self, item_id):
+        """An id as the store keeps it: a text id that a path's digits made a number, text."""
+        return str(item_id) if self.text_ids and type(item_id) is int else item_id
+
+    def next_id(self):
+        """A text id as json-server 1.0 makes one; a number after the last, as the core's."""
+        return new_text_id(self.items) if self.text_ids else super().next_id()
 
     def before_change(self, write):
         """What to go back to if a write cannot be saved: None if nothing is to be saved."""

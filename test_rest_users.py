@@ -3764,7 +3764,7 @@ CORE_DECISIONS = [  # (what the core says, what the learner makes it say)
      "        return str(value).casefold() in [str(each).casefold() for each in values]"),
     ("    if json_q > 0 and (json_q >= xml_q or browser):",  # a tie goes to XML
      "    if json_q > 0 and (json_q > xml_q or browser):"),
-    ('"There is no %s with id %d."', '"No %s has the id %d."'),  # a problem's detail
+    ('"There is no %s with id %s."', '"No %s has the id %s."'),  # a problem's detail
     ('"Date: " + self.date_time_string()]',  # a header on every response
      '"Date: " + self.date_time_string(), "X-Learner: was here"]'),
     ("json.JSONEncoder(ensure_ascii=False)", "json.JSONEncoder(ensure_ascii=True)"),
@@ -4345,7 +4345,7 @@ def test_the_core_names_nothing_that_only_the_appendices_define():
     # the core holds the resources' declarations and their types' table, and reads JSON
     # bodies; XML bodies, the json type, --fake-users' people, singular resources, Prefer and
     # the index of unique values are the appendices': a short book
-    assert len(source.splitlines()) <= 1191
+    assert len(source.splitlines()) <= 1196
     assert names_used_but_not_bound(source) == set()
 
 
@@ -7100,5 +7100,71 @@ def test_nested_values_and_empty_resources_are_written_as_json_server_writes_the
         expected = dict(NESTED, posts=NESTED["posts"] + [{"id": 2, "meta": {"a": [[]],
                                                                            "b": None}}])
         assert read_back(path) == as_json_server_writes(expected)
+    finally:
+        stop_server(running)
+
+
+# A db.json written by json-server 1.0.0-beta.3: its ids are strings, "c002" and "08a3" made
+# by its POSTs, and its DELETE /posts/1 set the comments' postId to null.
+JSON_SERVER_1_FILE = """{
+  "posts": [
+    {
+      "id": "2",
+      "title": "another title",
+      "views": 200
+    },
+    {
+      "id": "c002",
+      "title": "Grüße",
+      "views": 0
+    }
+  ],
+  "comments": [
+    {
+      "id": "1",
+      "text": "a comment about post 1",
+      "postId": null
+    },
+    {
+      "id": "2",
+      "text": "another comment about post 1",
+      "postId": null
+    },
+    {
+      "id": "08a3",
+      "text": "on the new post",
+      "postId": "2"
+    }
+  ],
+  "profile": {
+    "name": "typicode"
+  }
+}"""
+
+
+def test_json_server_1s_file_is_served_with_its_string_ids_and_written_back(tmp_path, variant):
+    path = write_db_json(tmp_path, JSON_SERVER_1_FILE.encode())
+    running = start_server(variant, file=path)
+    expected = json.loads(JSON_SERVER_1_FILE)
+    try:
+        assert call(running, "GET", "/posts/c002").json() == expected["posts"][1]
+        assert [post["id"] for post in call(running, "GET", "/comments").json()] == [
+            "08a3", "1", "2"]  # sorted as text
+        problem = assert_problem(call(running, "GET", "/posts/0002"), 404)
+        assert problem["detail"] == "There is no post with id 0002."
+        created = post(running, "/posts", {"title": "new", "views": 1})
+        assert re.fullmatch("[0-9a-f]{4}", created["id"]) and created["id"] not in ("2", "c002")
+        reply = call(running, "GET", "/posts/" + created["id"])
+        assert (reply.status, reply.json()) == (200, created)
+        assert call(running, "PATCH", "/posts/2", {"views": 201}).json()["views"] == 201
+        assert call(running, "DELETE", "/comments/1").status == 200
+        expected["posts"][0]["views"] = 201
+        expected["posts"].append(created)
+        del expected["comments"][0]
+        saved = json.loads(read_back(path).decode("utf-8"))
+        assert sorted(saved["posts"], key=lambda post: post["id"]) == sorted(
+            expected["posts"], key=lambda post: post["id"])
+        assert saved["comments"] == sorted(expected["comments"], key=lambda item: item["id"])
+        assert saved["profile"] == expected["profile"]
     finally:
         stop_server(running)
