@@ -3206,6 +3206,11 @@ def new_text_id(taken):
             return candidate
 
 
+# The id a POST gives, as json-server takes it, from the handler that read it to the store
+# that makes the item, in the thread that answers the request (FileHandler.read_item_body)
+GIVEN_ID = threading.local()
+
+
 class FileKeptStore(ResettableMemoryStore):
     """ResettableMemoryStore whose changes, when the server keeps a file, are in the file
     before they are answered; a change that cannot be saved is undone, and is a 507."""
@@ -3214,12 +3219,13 @@ class FileKeptStore(ResettableMemoryStore):
     neighbours = ()  # the stores of the server, all of which the file holds
 
     def create(self, fields, write=True, check=None):
-        """The core's create, saved; text ids kept in order, as the core keeps numbers."""
+        """The core's create, saved; items kept in id order, a given id among them."""
         with self.lock:
-            before = self.before_change(write)
+            before, last_id = self.before_change(write), self.last_id
             item = super().create(fields, write, check)
-            if item is not None and self.text_ids:
+            if item is not None and (self.text_ids or item.id < last_id):
                 self.items = dict(sorted(self.items.items()))
+                self.last_id = last_id if self.text_ids else max(last_id, item.id)
             return self.saved(before, item)
 
     def update(self, item_id, change, write=True):
@@ -3248,7 +3254,14 @@ class FileKeptStore(ResettableMemoryStore):
         return str(item_id) if self.text_ids and type(item_id) is int else item_id
 
     def next_id(self):
-        """A text id as json-server 1.0 makes one; a number after the last, as the core's."""
+        """The id a POST gave, if not in use (409 if it is); else a text id as json-server 1.0
+        makes one, or a number after the last, as the core's."""
+        given, GIVEN_ID.value = getattr(GIVEN_ID, "value", None), None
+        if given is not None and self.own_id(given) in self.items:
+            raise ApiError(HTTPStatus.CONFLICT, "Another %s already has the id %s." % (
+                self.resource.item, given))
+        if given is not None:
+            return self.own_id(given)
         return new_text_id(self.items) if self.text_ids else super().next_id()
 
     def before_change(self, write):
@@ -3271,7 +3284,21 @@ class FileKeptStore(ResettableMemoryStore):
 
 
 class FileHandler(UsersHandler):
-    """UsersHandler with json-server's GET /db: the whole API, as the file holds it."""
+    """UsersHandler with json-server's GET /db: the whole API, as the file holds it; and
+    with a file, the id a POST may give."""
+
+    def read_item_body(self, merge_patch=False):
+        """With a file, a POST's id of the collection's kind is the new item's, as
+        json-server takes it (the store says 409 if it is in use); the rest, the item's."""
+        pairs = super().read_item_body(merge_patch)
+        if self.command != "POST" or self.server.db_file is None:
+            return pairs
+        ids = [value for name, value in pairs if name == "id"]
+        problem = len(ids) == 1 and id_problem(self.resource, ids[0])
+        if problem:
+            raise Invalid(self.resource, [("id", problem)])
+        GIVEN_ID.value = ids[0] if len(ids) == 1 else None  # twice: validate's 422
+        return [pair for pair in pairs if pair[0] != "id" or len(ids) > 1]
 
     def get_db(self):
         """GET /db: every resource's items, in JSON, as json-server's db.json holds them."""
@@ -3281,6 +3308,18 @@ class FileHandler(UsersHandler):
 
 
 DB_ROUTE = route("/db", r"/db", {"GET": "get_db"})
+
+
+def id_problem(resource, value):
+    """What is wrong with an id a POST gives for a file's collection, or None."""
+    if isinstance(resource, TextIdResource) and isinstance(value, str) and value and (
+            "/" not in value) or type(value) is int and 1 <= value <= MAX_ID:
+        return None
+    if isinstance(resource, TextIdResource):
+        return "must be text without a slash, or a whole number, as the %s' ids are" % (
+            resource.collection)
+    return "must be a whole number from 1 to %d, as the %s' ids are" % (MAX_ID,
+                                                                         resource.collection)
 
 
 class FileServer(FakeApiServer):

@@ -7168,3 +7168,28 @@ def test_json_server_1s_file_is_served_with_its_string_ids_and_written_back(tmp_
         assert saved["profile"] == expected["profile"]
     finally:
         stop_server(running)
+
+
+def test_a_post_may_give_an_unused_id_of_the_collections_kind(tmp_path, variant):
+    path = write_db_json(tmp_path, JSON_SERVER_1_FILE.encode())
+    running = start_server(variant, file=path)
+    try:
+        assert post(running, "/comments", {"id": "mine", "text": "t"})["id"] == "mine"
+        reply = call(running, "POST", "/comments", {"id": "mine", "text": "again"})
+        assert assert_problem(reply, 409)["detail"] == "Another comment already has the id mine."
+    finally:
+        stop_server(running)
+    running, path = file_server(tmp_path, variant=variant)
+    try:
+        assert post(running, "/posts", {"id": 10, "title": "t", "author": "a"})["id"] == 10
+        assert post(running, "/posts", {"title": "t", "author": "a"})["id"] == 11
+        assert post(running, "/posts", {"id": 5, "title": "t", "author": "a"})["id"] == 5
+        assert post(running, "/posts", {"title": "t", "author": "a"})["id"] == 12
+        problem = assert_problem(call(running, "POST", "/posts", {"id": "abc", "title": "t"}), 422)
+        assert problem["errors"] == [{"field": "id", "message": "must be a whole number from 1 "
+                                      "to 9223372036854775807, as the posts' ids are"}]
+        assert_problem(call(running, "POST", "/posts", {"id": 5, "title": "t", "author": "a"}), 409)
+        assert [post["id"] for post in json.loads(read_back(path).decode())["posts"]] == [
+            1, 2, 5, 10, 11, 12]
+    finally:
+        stop_server(running)
