@@ -3108,9 +3108,12 @@ class DialectHandler(UsersHandler):
         pairs = query_pairs(query_string)
         self.dialect = None if in_our_parameters(self.resource, pairs) else DialectQuery(
             self.resource, pairs)
-        if self.dialect is None:
-            return super().read_list_query(query_string)
-        return self.dialect.list_query(), self.dialect.kept
+        query, kept = super().read_list_query(query_string) if self.dialect is None else (
+            self.dialect.list_query(), self.dialect.kept)
+        if lists_as_json_server(self.resource) and not any(
+                name in SIZED_BY for name, _ in pairs):  # json-server has no default page
+            query = query._replace(limit=EVERY_ITEM)
+        return query, kept
 
     def render_page(self, query, total, items):
         """A page in the shape the dialect's clients read: 1.0's per-page object."""
@@ -3122,10 +3125,30 @@ class DialectHandler(UsersHandler):
     def page_headers(self, query, total, items, kept):
         """react-admin's simple-rest reads which items it got in Content-Range."""
         headers = super().page_headers(query, total, items, kept)
+        if lists_as_json_server(self.resource):  # no page, no links; else whole URLs
+            headers = [(name, value) for name, value in headers if name != "Link"] + ([(
+                "Link", page_links(self.url_base() + (self.related.path or self.resource.path),
+                                   query, total, kept))] if query.limit != EVERY_ITEM else [])
         if self.dialect is not None and self.dialect.content_range:
             headers.append(("Content-Range", content_range(
                 self.resource.collection, query.offset, len(items), total)))
         return headers
+
+    def url_base(self):
+        """http://HOST of this request, as its Host names it, for json-server's whole URLs."""
+        return "http://" + (self.headers.get("Host") or "%s:%d" % self.server.server_address[:2])
+
+
+# json-server lists every item unless a page is asked for: a limit beyond any list, whose
+# end still fits a slice (sys.maxsize); and the parameters that ask for a page's size
+EVERY_ITEM = MAX_ID // 2
+SIZED_BY = ("limit", "_limit", "_end", "_page", "_per_page", "range")
+
+
+def lists_as_json_server(resource):
+    """Whether a resource was read off a json-server db.json, so that its list, its links
+    and its _like are json-server's."""
+    return getattr(resource, "inferred", False)
 
 
 def in_our_parameters(resource, pairs):
@@ -4349,7 +4372,7 @@ RESOURCE_OPERATIONS = {  # a resource's action -> what the document says of it, 
     "list": lambda w: described(
         "list" + w.Items, "List %s, a page at a time" % w.items, w.tag, {"200": {
             "description": "A page of " + w.items, "content": body_content(json_schema_ref(
-                w.Schema + "List")), "headers": header_refs("X-Total-Count", "Link", "Vary")}},
+                w.Schema + "List")), "headers": header_refs(*list_headers(w.resource))}},
         ("400", "401", "503", "406") + w.nested, parameters=list_parameters(w.resource),
         head=("head" + w.Items, "The list's headers", describe_action("headList", w)),
         description=describe_action("list", w)),
@@ -4415,6 +4438,11 @@ OPERATIONS = {  # the handler method that answers a verb -> what the document sa
 }
 OPTIONS_IDS = {"/": "optionsIndex", "/openapi.json": "optionsOpenApi",
                "/__admin/reset": "optionsReset", "/__admin/requests": "optionsRequests"}
+
+
+def list_headers(resource):
+    """The headers of every list: json-server's lists send Link only with a page asked for."""
+    return ("X-Total-Count",) + (() if lists_as_json_server(resource) else ("Link",)) + ("Vary",)
 
 
 def openapi_components(paths, resources):
@@ -4623,7 +4651,8 @@ class FastHandler(EdgeHandler):
         page again and again, and rendering 100 users costs more than all the rest of the
         request. A write makes a new count, so no page outlives it. Measured: GET /users at
         3.58 times the req/s."""
-        key = (self.path, self.format, self.server.changes())  # the path holds the query
+        key = (self.path, self.headers.get("Host"), self.format,  # the path holds the query;
+               self.server.changes())  # json-server's page links, the Host
         kept = self.server.pages
         return kept.get(key) or kept.keep(key, super().page(query_string))
 

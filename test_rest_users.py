@@ -6680,3 +6680,132 @@ def test_a_number_too_large_to_hold_in_xml_is_422_saying_so(noted):
                  XML_BODY)
     problem = assert_problem(reply, 422)
     assert problem["errors"] == [{"field": "score", "message": TOO_LARGE}]
+
+
+# -- s-jsreads: json-server's reads, _dependent, CORS for your own front end, its options --
+
+PLACEHOLDER = {  # a JSONPlaceholder-style db.json, small
+    "users": [
+        {"id": 1, "name": "Leanne Graham", "email": "Sincere@april.biz",
+         "address": {"city": "Gwenborough", "geo": {"lat": "-37.3159", "lng": "81.1496"}},
+         "company": {"name": "Romaguera-Crona", "catchPhrase": "Multi-layered client-server"}},
+        {"id": 2, "name": "Ervin Howell", "email": "Shanna@melissa.tv",
+         "address": {"city": "Wisokyburgh", "geo": {"lat": "-43.9509", "lng": "-34.4618"}},
+         "company": {"name": "Deckow-Crist", "catchPhrase": "Proactive didactic contingency"}}],
+    "posts": [
+        {"id": 1, "userId": 1, "title": "sunt aut facere", "meta": {"tags": ["rest", "json"]}},
+        {"id": 2, "userId": 1, "title": "Qui est esse", "meta": {"tags": ["xml"]}},
+        {"id": 3, "userId": 2, "title": "ea molestias quasi", "meta": {"likes": 7}}],
+    "comments": [{"id": n, "postId": 1 + n % 2, "body": "comment %d" % n}
+                 for n in range(1, 121)],
+}
+
+
+@pytest.fixture(scope="module", params=["memory", "sqlite", "plain"])
+def placeholder(request, tmp_path_factory):
+    """A JSONPlaceholder-style db.json, loaded, on each kind of server."""
+    path = write_db_json(tmp_path_factory.mktemp("placeholder"), PLACEHOLDER)
+    running = start_server(load=path, **options_for(request.param, tmp_path_factory))
+    yield running
+    stop_server(running)
+
+
+def test_a_files_list_is_every_item_when_no_page_is_asked_for(placeholder):
+    reply = call(placeholder, "GET", "/comments")
+    assert (reply.status, len(reply.json()), reply.headers["X-Total-Count"]) == (200, 120, "120")
+    assert "Link" not in reply.headers
+    assert item_ids(call(placeholder, "GET", "/comments?_sort=id&_order=desc"))[:2] == [120, 119]
+
+
+@pytest.mark.parametrize("query, expected", [
+    ("_start=100", list(range(101, 121))),
+    ("_start=10&_end=13", [11, 12, 13]),
+    ("_start=10&_limit=2", [11, 12]),
+    ("_limit=3", [1, 2, 3]),
+    ("_page=3", list(range(21, 31))),
+    ("_page=2&_limit=4", [5, 6, 7, 8]),
+    ("offset=118", [119, 120]),
+])
+def test_a_files_list_pages_as_json_server_does(placeholder, query, expected):
+    assert item_ids(call(placeholder, "GET", "/comments?" + query)) == expected
+
+
+def test_a_files_page_links_are_absolute_urls_on_the_requests_host(placeholder):
+    host = "localhost:%d" % placeholder.server_address[1]
+    reply = call(placeholder, "GET", "/comments?_page=2&_limit=50&postId=1",
+                 headers={"Host": host})
+    assert (reply.headers["X-Total-Count"], len(reply.json())) == ("60", 10)
+    url = "<http://%s/comments?postId=1&limit=50&offset=%%d>; rel=\"%%s\"" % host
+    assert reply.headers["Link"] == ", ".join(
+        url % pair for pair in [(0, "first"), (50, "last"), (0, "prev")])
+    following = call(placeholder, "GET", "/comments?postId=1&limit=50&offset=50")
+    assert item_ids(following) == list(range(102, 121, 2))
+
+
+@pytest.mark.parametrize("query, expected", [
+    ("address.city=Gwenborough", [1]),
+    ("address.city=Gwenborough&address.city=Wisokyburgh", [1, 2]),
+    ("address.city_ne=Gwenborough", [2]),
+    ("address.geo.lat_gte=-40", [1]),
+    ("address.geo.lat_lte=-40", [2]),
+    ("address.city:eq=Wisokyburgh", [2]),
+    ("address.geo.lng:gt=0", [1]),
+    ("address.city:startsWith=wiso", [2]),
+    ("company.name:in=Deckow-Crist,Nobody", [2]),
+    ('filter={"address.city": "Gwenborough"}', [1]),
+    ("address.zip=12345", []),
+    ("address.city.name=Gwenborough", []),
+])
+def test_a_filter_on_a_nested_key_looks_inside_the_object(placeholder, query, expected):
+    assert item_ids(call(placeholder, "GET", "/users?" + query)) == expected
+
+
+def test_a_nested_key_under_no_object_field_is_a_400_naming_it(placeholder):
+    problem = assert_problem(call(placeholder, "GET", "/users?street.city=x"), 400)
+    assert problem["detail"].startswith("Unknown query parameter street.city; ")
+
+
+@pytest.mark.parametrize("query, expected", [
+    ("title_like=^qui", [2]),
+    ("title_like=SUNT|quasi", [1, 3]),
+    ("title_like=es+e", [2]),
+    ("title_like=a%2B", []),
+    ("meta.tags_like=^js", [1]),
+])
+def test_like_is_a_regular_expression_ignoring_case_as_json_server_0_17s(
+        placeholder, query, expected):
+    assert item_ids(call(placeholder, "GET", "/posts?" + query)) == expected
+
+
+@pytest.mark.parametrize("pattern, detail", [
+    ("(a+)+$", "title_like is a regular expression with a quantified group inside a quantified "
+               "group, which can take minutes to match; write it without one."),
+    ("(x*y?)*z", "title_like is a regular expression with a quantified group inside a quantified "
+                 "group, which can take minutes to match; write it without one."),
+    ("((ab){2,})+", "title_like is a regular expression with a quantified group inside a "
+                    "quantified group, which can take minutes to match; write it without one."),
+    ("a" * 201, "title_like is a regular expression of 201 characters; at most 200 are taken."),
+    ("(unclosed", "title_like is not a regular expression: missing ), unterminated subpattern "
+                  "at position 0."),
+])
+def test_a_like_pattern_that_could_run_for_minutes_is_a_400_at_once(placeholder, pattern, detail):
+    started = time.monotonic()
+    reply = call(placeholder, "GET", "/posts?title_like=" + quote(pattern))
+    assert time.monotonic() - started < 1
+    problem = assert_problem(reply, 400)
+    assert problem["detail"] == detail + " See GET /openapi.json for the parameters of GET /posts."
+
+
+@pytest.mark.parametrize("pattern, expected", [("(ab)+c", []), ("(?:s)un[t]", [1]),
+                                              (r"\(x+\)+", []), ("[(a+)+]", [1, 2, 3])])
+def test_a_like_pattern_with_groups_not_nested_in_quantifiers_is_taken(placeholder, pattern,
+                                                                      expected):
+    assert item_ids(call(placeholder, "GET", "/posts?title_like=" + quote(pattern))) == expected
+
+
+@pytest.mark.parametrize("query, expected", [
+    ("/posts?q=JSON", [1]), ("/posts?q=xml", [2]), ("/users?q=gwenborough", [1]),
+    ("/users?q=didactic", [2]), ("/users?q=-43.95", [2]), ("/posts?q=tags", []),
+])
+def test_q_looks_through_nested_objects_and_arrays(placeholder, query, expected):
+    assert item_ids(call(placeholder, "GET", query)) == expected
