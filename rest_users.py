@@ -2008,6 +2008,10 @@ class SQLiteStore:
             # SQLite's lower() and NOCASE fold ASCII letters only, so q would miss "STRAẞE"
             # for "Straße": Python's casefold() does the folding, as in the memory store
             add_function(self.db, "casefold", lambda text: text and text.casefold())
+            self.db.create_function("has_text_in_json", 2, lambda text, wanted: text is not None
+                                    and any(wanted in found.casefold()
+                                            for found in strings_in(json.loads(text))))
+            self.db.create_function("passes_as_json_server", 3, sql_passes_as_json_server)
         try:
             self.db.executescript(self.PRAGMAS + ";".join(sql_schema(resource)))
             self.add_missing_columns()
@@ -2081,10 +2085,10 @@ class SQLiteStore:
         conditions, arguments = [], []
         for field, test, values in query.filters:  # field and test are names, never client text
             conditions.append(sql_condition(self.resource, field, test, len(values)))
-            arguments += sql_arguments(test, values)
+            arguments += sql_arguments(self.resource, field, test, values)
         searched = self.resource.searched
         if query.q is not None:  # instr(), not LIKE: % and _ are plain text in q
-            conditions.append("(%s)" % " OR ".join(["instr(casefold(%s), ?)" % sql_name(name)
+            conditions.append("(%s)" % " OR ".join([sql_search(self.resource, name)
                                                     for name in searched] or ["0"]))
             arguments += [query.q.casefold()] * len(searched)
         where = " WHERE " + " AND ".join(conditions) if conditions else ""
@@ -2179,7 +2183,8 @@ class SQLiteStore:
     def keep_declaration(self):
         """Keep what a --load file told of this resource: its item, and the fields read off it."""
         fields = [{"name": field.name, "type": field.type, "required": field.required,
-                   "refers_to": field.refers_to, "max_length": field.max_length}
+                   "refers_to": field.refers_to, "max_length": field.max_length,
+                   "searched": field.searched}
                   for field in self.resource.fields if getattr(field, "inferred", False)]
         if fields or getattr(self.resource, "inferred", False):
             with self.lock, self.failures_answered(), self.db:
@@ -2208,19 +2213,40 @@ SQL_TESTS = {"eq": "%s IN (%s)", "ne": "%s NOT IN (%s)", "lt": "%s < ?", "lte": 
 
 def sql_condition(resource, field, test, count):
     """The SQL of a Filter, with count values; caseless fields are equal ignoring ASCII case
-    (NOCASE), as emails are."""
+    (NOCASE), as emails are. json-server's tests (a key inside a json field, _like) are
+    Python's, as the memory store makes them."""
+    if field not in resource.position or test == "like":
+        return "passes_as_json_server(%s, ?, ?)" % sql_name(field.partition(".")[0])
     column = sql_name(field) + (" COLLATE NOCASE" if field in resource.caseless
                                 and test in ("eq", "ne") else "")
     return SQL_TESTS[test] % ((column, ", ".join("?" * count)) if test in ("eq", "ne")
                               else column)
 
 
-def sql_arguments(test, values):
+def sql_arguments(resource, field, test, values):
     """The arguments sql_condition's SQL takes for these values."""
+    if field not in resource.position or test == "like":  # the path in the JSON, the test
+        return [json.dumps([field.split(".")[1:], test]), json.dumps(values)]
     if test in ("eq", "ne", "lt", "lte", "gt", "gte"):
         return list(values)
     text = values[0].casefold()
     return [-len(text), text] if test == "endsWith" else [text]
+
+
+def sql_search(resource, name):
+    """The SQL that finds q, casefolded, in a searched field: in a json field's strings."""
+    if name in resource.from_json:
+        return "has_text_in_json(%s, ?)" % sql_name(name)
+    return "instr(casefold(%s), ?)" % sql_name(name)
+
+
+def sql_passes_as_json_server(value, path_and_test, values):
+    """passes_as_json_server for SQL: a value, or a json field's JSON text and the path
+    inside it, with the test, and the values as JSON."""
+    (path, test), values = json.loads(path_and_test), json.loads(values)
+    if path and value is not None:
+        value = nested_value([json.loads(value)], {"": 0}, ".".join([""] + path))
+    return passes_as_json_server(value, test, values)
 
 
 def add_function(db, name, function):
@@ -2986,7 +3012,8 @@ def inferred_fields(entries, collections, declared=None):
             kind, refers_to = "integer", key[:-2] + "s"
         fields.append(Field(key, kind,
                             required=declared is None and len(given) == len(values) > 0,
-                            refers_to=refers_to, example=given[0] if given and kind != "json"
+                            refers_to=refers_to, searched=kind in ("string", "json"),
+                            example=given[0] if given and kind != "json"
                             else None,
                             max_length=MAX_LOADED_LENGTH if kind == "string" else None))
         fields[-1].inferred = True  # read off a file: the database keeps it (--db)
@@ -3167,16 +3194,151 @@ TEXT_TESTS = {"contains": operator.contains, "startsWith": str.startswith, "ends
 class DialectMemoryStore(MemoryStore):
     """MemoryStore whose filters make every test the dialects ask for."""
 
+    def passes(self, item, query):
+        """Also the filters on a key inside a json field (address.city), and q through a
+        json field's objects and arrays."""
+        if not self.resource.from_json:  # no json field: nothing nested
+            return super().passes(item, query)
+        position = self.resource.position
+        nested = [each for each in query.filters if each.field not in position]
+        own = query._replace(filters=tuple(each for each in query.filters
+                                           if each.field in position), q=None)
+        return super().passes(item, own) and all(
+            passes_as_json_server(nested_value(item, position, field), test, values)
+            for field, test, values in nested) and (
+            query.q is None or has_text_inside(self.resource, item, query.q))
+
     def passes_filter(self, value, field, test, values):
         """ne, the orders and the text tests, besides the core's eq; a none passes none of
         them, as NULL passes no comparison in SQL."""
         if value is None:
             return False
+        if test == "like":
+            return passes_as_json_server(value, test, values)
         if test in ("eq", "ne"):
             return super().passes_filter(value, field, "eq", values) == (test == "eq")
         if test in ORDER_TESTS:
             return ORDER_TESTS[test](value, values[0])
         return TEXT_TESTS[test](value.casefold(), values[0].casefold())
+
+
+def nested_value(item, position, name):
+    """The value at a key inside a json field (address.geo.lat), or None; as lodash's get,
+    which json-server uses, a digit key is an array's index (tags.0)."""
+    root, *path = name.split(".")
+    value = item[position[root]]
+    for key in path:
+        if isinstance(value, list) and DIGITS.fullmatch(key) and int(key) < len(value):
+            value = value[int(key)]
+        else:
+            value = value.get(key) if isinstance(value, dict) else None
+    return value
+
+
+def as_javascript_text(value):
+    """A JSON value as JavaScript's toString() writes it, which json-server compares: an
+    array's members with commas between them."""
+    if isinstance(value, list):
+        return ",".join("" if member is None else as_javascript_text(member) for member in value)
+    if isinstance(value, dict):
+        return "[object Object]"
+    return value if isinstance(value, str) else JSON_ENCODER.encode(value)
+
+
+def passes_as_json_server(value, test, values):
+    """Whether a value passes a test as json-server 0.17 tests it: as text; _like as a
+    regular expression ignoring case; an order as numbers when both are numbers, as a
+    string of digits may be ("-37.3159"), else as text. A none passes nothing."""
+    if value is None:
+        return False
+    text = as_javascript_text(value)
+    if test in ("eq", "in", "ne"):
+        return (text in values) == (test != "ne")
+    if test == "like":
+        return re.search(values[0], text, re.IGNORECASE) is not None
+    if test in TEXT_TESTS:
+        return TEXT_TESTS[test](text.casefold(), values[0].casefold())
+    number, wanted = number_from_text(text), number_from_text(values[0])
+    if number is not None and wanted is not None:
+        return ORDER_TESTS[test](number, wanted)
+    return ORDER_TESTS[test](text, values[0])
+
+
+def has_text_inside(resource, item, text):
+    """Whether a searched field has the text, looking through a json field's objects and
+    arrays, casefolded as q is."""
+    wanted = text.casefold()
+    return any(wanted in found.casefold() for name in resource.searched
+               for found in strings_in(item[resource.position[name]]))
+
+
+def strings_in(value):
+    """The strings in a JSON value, its objects' and arrays' included."""
+    if isinstance(value, str):
+        return [value]
+    members = value.values() if isinstance(value, dict) else value if isinstance(
+        value, list) else ()
+    return [found for member in members for found in strings_in(member)]
+
+
+MAX_PATTERN = 200  # characters in a _like's regular expression
+BRACES = re.compile(r"\{(?:[0-9]+,?[0-9]*|,[0-9]+)\}")  # a quantifier: {2}, {2,}, {2,5}, {,5}
+
+
+def check_pattern(name, pattern):
+    """A 400 for a _like that could hold a thread for minutes (ReDoS): a pattern longer
+    than 200 characters, one that is not a regular expression, or a quantified group inside a
+    quantified group, as (a+)+, which a backtracking matcher tries in ways that double with
+    each character."""
+    if len(pattern) > MAX_PATTERN:
+        raise BadQuery("%s is a regular expression of %d characters; at most %d are taken."
+                       % (printable(name), len(pattern), MAX_PATTERN))
+    try:
+        re.compile(pattern)
+    except re.error as error:
+        raise BadQuery("%s is not a regular expression: %s." % (printable(name), error)) from None
+    if has_nested_quantifier(pattern):
+        raise BadQuery("%s is a regular expression with a quantified group inside a quantified "
+                       "group, which can take minutes to match; write it without one."
+                       % printable(name))
+
+
+def has_nested_quantifier(pattern):
+    """Whether a pattern quantifies a group that holds a quantifier: (a+)+, ((ab){2})*."""
+    inside = [False]  # for each group open: whether a quantifier is in it
+    index, after_such_group = 0, False
+    while index < len(pattern):
+        char, quantifier = pattern[index], None
+        if char == "\\":
+            index += 1  # the escaped character is a literal
+        elif char == "[":
+            index = end_of_class(pattern, index)
+        elif char == "(":
+            inside.append(False)
+            index += pattern.startswith("?", index + 1)  # (?:, (?P<...: no quantifier
+        elif char == ")" and len(inside) > 1:
+            held = inside.pop()
+            inside[-1] = inside[-1] or held
+            index += 1
+            after_such_group = held
+            continue
+        elif char in "*+?" or (char == "{" and BRACES.match(pattern, index)):
+            quantifier = True
+        if quantifier and after_such_group and char != "?":  # (a+)? repeats nothing
+            return True
+        inside[-1] = inside[-1] or bool(quantifier)
+        after_such_group = False
+        index += 1
+    return False
+
+
+def end_of_class(pattern, start):
+    """The index of the ] that ends a character class opened at start ([^]a] holds ])."""
+    index = start + 1 + pattern.startswith("^", start + 1)
+    index += pattern.startswith("]", index)
+    while index < len(pattern) and pattern[index] != "]":
+        index += 1 + (pattern[index] == "\\")
+    return index
 
 
 class DialectQuery:
@@ -3269,7 +3431,7 @@ class DialectQuery:
             values = wanted if isinstance(wanted, list) else [wanted]
             if field == "q" and isinstance(wanted, str) and wanted:
                 self.q.append(wanted)
-            elif field in self.resource.sorted_by and all(
+            elif (field in self.resource.sorted_by or is_nested_key(self.resource, field)) and all(
                     type(value) in (str, int, bool) for value in values):
                 self.add_filter("filter", field, "eq", [
                     value if isinstance(value, str) else JSON_ENCODER.encode(value)
@@ -3282,7 +3444,11 @@ class DialectQuery:
 
     def add_filter(self, name, field, test, values):
         """Keep a filter; the values of an equality named again are any of them."""
-        values = [dialect_value(self.resource, name, field, value) for value in values]
+        if test == "like":
+            check_pattern(name, values[0])
+        position = self.resource.position  # a pattern's, a nested key's: compared as text
+        values = [dialect_value(self.resource, name, field, value)
+                  if field in position and test != "like" else value for value in values]
         if test in ("eq", "in"):
             self.any_of.setdefault((field, name), []).extend(values)
         else:
@@ -3351,10 +3517,21 @@ def parameter_kind(resource, name):
     field, colon, test = name.partition(":")
     if not colon:
         field, test = split_suffix(name)
-    if field in resource.sorted_by and test in COLON_TESTS and not (test in TEXT_TESTS and (
+        if test == "contains" and lists_as_json_server(resource):
+            test = "like"  # json-server 0.17's _like: a regular expression
+    elif test not in COLON_TESTS:
+        return None
+    if is_nested_key(resource, field):  # json-server's address.city
+        return field, test
+    if field in resource.sorted_by and not ((test in TEXT_TESTS or test == "like") and (
             field == "id" or resource.fields_by_name[field].type != "string")):
         return field, test
     return None
+
+
+def is_nested_key(resource, name):
+    """Whether a name is a key inside a json field, as address.city is inside address."""
+    return "." in name and name.partition(".")[0] in resource.from_json
 
 
 def split_suffix(name):
