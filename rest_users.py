@@ -2150,14 +2150,16 @@ class SQLiteStore:
     def delete(self, item_id, check, write=True):
         """Delete the item after check(current item) has passed, and return it."""
         with self.lock, self.failures_answered():
-            with self.db:
-                current = self.select(item_id)
+            with self.db if not self.db.in_transaction else contextlib.suppress():
+                current = self.select(item_id)  # in a delete's transaction: deleted with it
                 if current is None:
                     raise NotFound(self.resource, item_id)
+                if write:  # first, in the transaction that check's refusal rolls back, so
+                    self.db.execute(  # that the items check deletes with it go with it
+                        "DELETE FROM %s WHERE id = ?" % self.table, (item_id,))
                 check(current)
                 if not write:
                     return current
-                self.db.execute("DELETE FROM %s WHERE id = ?" % self.table, (item_id,))
             self.count -= 1
             self.changes += 1
             return current
@@ -2340,24 +2342,64 @@ class ReferenceHandler(UsersHandler):
 
     def check_delete(self, item):
         """A 409 when items refer to this one, naming each resource and how many: nothing
-        is lost without being asked (json-server would delete them too)."""
+        is lost without being asked (json-server would delete them too). Asked with
+        ?_dependent=comments (json-server 1.0's), the comments that refer to it go with it:
+        each is checked first, so that all go or none does."""
         super().check_delete(item)
-        counts = [(child, count)
-                  for child, field in referrers(self.resource, self.server.resources)
-                  for count in [self.server.stores[child.collection].list(ListQuery(
-                      1, 0, ("id",), (Filter(field, "eq", (item.id,)),), None))[0]] if count]
+        referring = [(self.server.stores[child.collection], ids)
+                     for child, ids in referring_ids(self.server, self.resource, item.id)]
+        asked = dependents_asked(self.query, self.resource, self.server.resources)
+        if any(store.resource.collection not in asked for store, _ in referring):
+            raise ApiError(HTTPStatus.CONFLICT, referred_to(self.resource, item.id, [
+                (store.resource, len(ids)) for store, ids in referring]))
+        for write in (False, True):  # each checked, then each deleted
+            for store, ids in referring:
+                for child_id in ids:
+                    store.delete(child_id, lambda child: self.check_unreferred(
+                        store.resource, child), write)
+
+    def check_unreferred(self, resource, item):
+        """The 409 for an item that others refer to (an item _dependent would delete)."""
+        counts = [(child, len(ids))
+                  for child, ids in referring_ids(self.server, resource, item.id)]
         if counts:
-            raise ApiError(HTTPStatus.CONFLICT, referred_to(self.resource, item.id, counts))
+            raise ApiError(HTTPStatus.CONFLICT, referred_to(resource, item.id, counts))
 
 
 def referred_to(resource, item_id, counts):
     """The 409's detail for an item others refer to, from (resource, count) pairs: "... by
-    1 todo; change or delete it first", "... by 1 todo and 1 note; ... delete them first"."""
+    1 todo; change or delete it first", "... by 1 todo and 1 note; ... delete them first",
+    and how to delete them with it."""
     named = in_words(["%d %s" % (count, child.item if count == 1 else child.collection)
                       for child, count in counts])
     them = "it" if sum(count for _, count in counts) == 1 else "them"
-    return ("The %s with id %d is referred to by %s; change or delete %s first: nothing was "
-            "deleted." % (resource.item, item_id, named, them))
+    return ("The %s with id %d is referred to by %s; change or delete %s first, or delete %s "
+            "too with DELETE %s/%d?_dependent=%s: nothing was deleted." % (
+                resource.item, item_id, named, them, them, resource.path, item_id,
+                ",".join(child.collection for child, _ in counts)))
+
+
+def referring_ids(server, resource, item_id):
+    """(resource, the ids of its items) for each served resource whose items refer to
+    this item, if any do."""
+    found = [(child, [each.id for each in server.stores[child.collection].list(ListQuery(
+        MAX_ID, 0, ("id",), (Filter(field, "eq", (item_id,)),), None))[1]])
+        for child, field in referrers(resource, server.resources)]
+    return [(child, ids) for child, ids in found if ids]
+
+
+def dependents_asked(query, resource, resources):
+    """The resources a DELETE's ?_dependent=comments,likes asks to delete with the item;
+    a 400 for a name that is not a resource referring to it."""
+    names = [name for parameter, value in parse_qsl(query, keep_blank_values=True)
+             if parameter == "_dependent" for name in value.split(",")]
+    referring = [child.collection for child, _ in referrers(resource, resources)]
+    for name in names:
+        if name not in referring:
+            raise BadQuery("_dependent takes %s, the resources that refer to %s, not %s." % (
+                in_words(referring, "or") or "nothing here", a_or_an(resource.item),
+                printable(name) if name else "an empty name"))
+    return names
 
 
 def nested_routes(parent, resources):

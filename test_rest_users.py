@@ -5716,7 +5716,8 @@ def test_deleting_a_referenced_user_is_409_naming_todos_and_the_count(todos_serv
              for title in ("One", "Two")]
     problem = assert_problem(call(todos_server, "DELETE", "/users/%d" % user["id"]), 409)
     assert problem["detail"] == ("The user with id %d is referred to by 2 todos; change or "
-                                 "delete them first: nothing was deleted." % user["id"])
+                                 "delete them first, or delete them too with DELETE /users/%d"
+                                 "?_dependent=todos: nothing was deleted." % ((user["id"],) * 2))
     assert call(todos_server, "GET", "/users/%d" % user["id"]).json() == user
     assert call(todos_server, "GET", "/users/%d/todos" % user["id"]).json() == owned
     for item in owned:
@@ -5822,7 +5823,9 @@ def test_a_409_on_delete_names_every_resource_that_refers_with_its_count():
         post(running, "/users/1/notes", {"text": "A note"})
         problem = assert_problem(call(running, "DELETE", "/users/1"), 409)
         assert problem["detail"] == ("The user with id 1 is referred to by 3 todos and 1 note; "
-                                     "change or delete them first: nothing was deleted.")
+                                     "change or delete them first, or delete them too with "
+                                     "DELETE /users/1?_dependent=todos,notes: nothing was "
+                                     "deleted.")
         assert call(running, "GET", "/users/1").status == 200
     finally:
         stop_server(running)
@@ -5836,7 +5839,9 @@ def test_a_409_on_delete_says_them_for_one_item_of_each_of_two_resources():
         post(running, "/users/1/notes", {"text": "A note"})
         problem = assert_problem(call(running, "DELETE", "/users/1"), 409)
         assert problem["detail"] == ("The user with id 1 is referred to by 1 todo and 1 note; "
-                                     "change or delete them first: nothing was deleted.")
+                                     "change or delete them first, or delete them too with "
+                                     "DELETE /users/1?_dependent=todos,notes: nothing was "
+                                     "deleted.")
     finally:
         stop_server(running)
 
@@ -6111,7 +6116,8 @@ def test_a_db_json_reference_gives_nested_routes_embed_and_expand(loaded):
 def test_deleting_a_post_with_comments_is_409(loaded):
     problem = assert_problem(call(loaded, "DELETE", "/posts/1"), 409)
     assert problem["detail"] == ("The post with id 1 is referred to by 2 comments; change or "
-                                 "delete them first: nothing was deleted.")
+                                 "delete them first, or delete them too with DELETE /posts/1"
+                                 "?_dependent=comments: nothing was deleted.")
     assert call(loaded, "GET", "/posts/1").json() == POST_1
 
 
@@ -6637,7 +6643,8 @@ def test_a_409_on_delete_counts_one_referring_item_in_the_singular(todos_server)
     post(todos_server, "/users/%d/todos" % user["id"], {"title": "Only one"})
     problem = assert_problem(call(todos_server, "DELETE", "/users/%d" % user["id"]), 409)
     assert problem["detail"] == ("The user with id %d is referred to by 1 todo; change or "
-                                 "delete it first: nothing was deleted." % user["id"])
+                                 "delete it first, or delete it too with DELETE /users/%d"
+                                 "?_dependent=todos: nothing was deleted." % ((user["id"],) * 2))
 
 
 TOO_LARGE = "is too large: a number must be finite, from about -1.8e308 to 1.8e308"
@@ -6698,6 +6705,7 @@ PLACEHOLDER = {  # a JSONPlaceholder-style db.json, small
         {"id": 3, "userId": 2, "title": "ea molestias quasi", "meta": {"likes": 7}}],
     "comments": [{"id": n, "postId": 1 + n % 2, "body": "comment %d" % n}
                  for n in range(1, 121)],
+    "todos": [{"id": 1, "userId": 2, "title": "delectus aut autem", "completed": False}],
 }
 
 
@@ -6811,3 +6819,64 @@ def test_a_like_pattern_with_groups_not_nested_in_quantifiers_is_taken(placehold
 ])
 def test_q_looks_through_nested_objects_and_arrays(placeholder, query, expected):
     assert item_ids(call(placeholder, "GET", query)) == expected
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+def placeholder_to_change(request, tmp_path_factory):
+    """The JSONPlaceholder-style db.json on a server of its own, for a test that deletes."""
+    path = write_db_json(tmp_path_factory.mktemp("placeholder"), PLACEHOLDER)
+    running = start_server(load=path, **options_for(request.param, tmp_path_factory))
+    yield running
+    stop_server(running)
+
+
+def test_a_409_on_delete_says_how_to_delete_the_items_that_refer_too(placeholder_to_change):
+    problem = assert_problem(call(placeholder_to_change, "DELETE", "/users/2"), 409)
+    assert problem["detail"] == (
+        "The user with id 2 is referred to by 1 post and 1 todo; change or delete them first, "
+        "or delete them too with DELETE /users/2?_dependent=posts,todos: nothing was deleted.")
+    assert call(placeholder_to_change, "GET", "/users/2").status == 200
+
+
+def test_dependent_deletes_the_item_and_the_items_that_refer_to_it(placeholder_to_change):
+    reply = call(placeholder_to_change, "DELETE", "/posts/2?_dependent=comments")
+    assert (reply.status, reply.json()) == (200, PLACEHOLDER["posts"][1])
+    assert call(placeholder_to_change, "GET", "/posts/2").status == 404
+    assert item_ids(call(placeholder_to_change, "GET", "/comments?postId=2")) == []
+    assert item_ids(call(placeholder_to_change, "GET", "/comments?_limit=3")) == [2, 4, 6]
+    assert call(placeholder_to_change, "GET", "/comments").headers["X-Total-Count"] == "60"
+
+
+def test_dependent_takes_several_resources_comma_separated(placeholder_to_change):
+    reply = call(placeholder_to_change, "DELETE", "/users/2?_dependent=posts,todos")
+    assert (reply.status, reply.json()["id"]) == (200, 2)
+    assert item_ids(call(placeholder_to_change, "GET", "/posts")) == [1, 2]
+    assert item_ids(call(placeholder_to_change, "GET", "/todos")) == []
+
+
+def test_dependent_deletes_all_or_nothing(placeholder_to_change):
+    problem = assert_problem(call(placeholder_to_change, "DELETE", "/users/2?_dependent=posts"),
+                             409)
+    assert problem["detail"] == (
+        "The user with id 2 is referred to by 1 post and 1 todo; change or delete them first, "
+        "or delete them too with DELETE /users/2?_dependent=posts,todos: nothing was deleted.")
+    problem = assert_problem(call(placeholder_to_change, "DELETE", "/users/1?_dependent=posts"),
+                             409)
+    assert problem["detail"] == (
+        "The post with id 1 is referred to by 60 comments; change or delete them first, or "
+        "delete them too with DELETE /posts/1?_dependent=comments: nothing was deleted.")
+    assert item_ids(call(placeholder_to_change, "GET", "/posts")) == [1, 2, 3]
+    assert item_ids(call(placeholder_to_change, "GET", "/users")) == [1, 2]
+
+
+@pytest.mark.parametrize("query, detail", [
+    ("_dependent=albums", "_dependent takes posts or todos, the resources that refer to a "
+                          "user, not albums."),
+    ("_dependent=posts,,todos", "_dependent takes posts or todos, the resources that refer to "
+                                "a user, not an empty name."),
+])
+def test_dependent_naming_no_resource_that_refers_is_a_400(placeholder_to_change, query, detail):
+    problem = assert_problem(call(placeholder_to_change, "DELETE", "/users/2?" + query), 400)
+    assert problem["detail"] == detail + (
+        " See GET /users in the README.")
+    assert call(placeholder_to_change, "GET", "/users/2").status == 200
