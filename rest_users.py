@@ -2565,14 +2565,14 @@ class CorsHandler(UsersHandler):
 
 
 class CorsServer(UsersServer):
-    """UsersServer with the CORS origins its handlers allow: "*" for any, a set of them, or
-    None for none; and the origins refused so far."""
+    """UsersServer with the CORS origins its handlers allow: "*" for any, a set of them
+    (LOOPBACK among them unless no_cors), or None for none; and the origins refused so far."""
 
     handler_class = CorsHandler
     quiet = False  # EdgeServer's --quiet silences the line about a refused origin too
 
-    def __init__(self, *args, cors=None, **options):
-        self.cors = allowed_origins(cors)
+    def __init__(self, *args, cors=None, no_cors=False, **options):
+        self.cors = allowed_origins(cors, loopback=not no_cors)
         self.refused_origins, self.cors_lock = set(), threading.Lock()
         if self.cors not in (None, "*"):
             self.vary = "Accept, Origin"  # only those origins get the CORS headers
@@ -2605,12 +2605,37 @@ CORS_EXPOSED_HEADERS = ("Location, ETag, Link, X-Total-Count, Content-Range, Ret
                         "Preference-Applied")
 
 
-def allowed_origins(cors):
-    """The origins --cors names (one, or a list: the option repeats) as "*", a set, or None."""
+# A page of the user's own may call the API, as json-server lets every page do: one served
+# from this machine (http://localhost:5173, Vite's; http://127.0.0.1:3000), on any port. A
+# page on the web may not, unless --cors names it: it could rewrite the user's data.
+LOOPBACK = "a loopback origin"
+
+
+def allowed_origins(cors, loopback=True):
+    """The origins --cors names (one, or a list: the option repeats), and LOOPBACK unless
+    --no-cors, as "*", a set, or None."""
     origins = [cors] if isinstance(cors, str) else list(cors or [])
     if "*" in origins:
         return "*"
-    return set(origins) or None
+    return set(origins) | ({LOOPBACK} if loopback else set()) or None
+
+
+def is_loopback_origin(origin):
+    """Whether an origin is a page's on this machine: localhost, a name under .localhost
+    (RFC 6761 §6.3) or a loopback address, over HTTP or HTTPS, on any port."""
+    parts = urlsplit(origin)
+    try:
+        host = parts.port, parts.hostname  # the port must be a number
+    except ValueError:
+        return False
+    host = parts.hostname
+    if parts.scheme not in ("http", "https") or not host or parts.username is not None or (
+            parts.path or parts.query or parts.fragment):  # an origin has none of them
+        return False
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost" or host.endswith(".localhost")
 
 
 def cors_origin(allowed, headers):
@@ -2619,7 +2644,9 @@ def cors_origin(allowed, headers):
         return None
     if allowed == "*":
         return "*"
-    return headers.get("Origin") if headers.get("Origin") in allowed else None
+    origin = headers.get("Origin")
+    return origin if origin in allowed or (LOOPBACK in allowed and is_loopback_origin(
+        origin)) else None
 
 
 def cors_headers(allowed, headers):
@@ -5225,10 +5252,11 @@ def render_user(user, fmt):
 def make_server(host=DEFAULT_HOST, port=DEFAULT_PORT, *, db=None, api_key=None, cors=None,
                 max_body=DEFAULT_MAX_BODY, quiet=False, timeout=DEFAULT_IDLE_TIMEOUT,
                 allow_host=(), plain=False, delay=0, fail_rate=0.0, fake_users=0, load=None,
-                users=None, resources=None):
+                users=None, resources=None, no_cors=False):
     """Return a bound DefaultServer, not yet serving: call serve_forever(). plain=True
-    leaves out the speed-ups. cors is an origin, a list of them, or "*". delay to users are
-    the fake API's options. resources: the Resources served, [USERS] when None."""
+    leaves out the speed-ups. cors is an origin, a list of them, or "*", besides the
+    loopback origins that no_cors=True refuses. delay to users are the fake API's options.
+    resources: the Resources served, [USERS] when None."""
     fake_api = FakeApi(delay, fail_rate, fake_users, load, users, resources)  # ValueError
     server_class = PlainServer if plain else DefaultServer
     if db:
@@ -5244,7 +5272,7 @@ def make_server(host=DEFAULT_HOST, port=DEFAULT_PORT, *, db=None, api_key=None, 
                 stores.append((PlainMemoryStore if plain else DefaultMemoryStore)(
                     fake_api.starting_items(resource), resource, stores[0] if stores else None))
         return server_class((host, port), stores, api_key=api_key, cors=cors,
-                            max_body=max_body, quiet=quiet, timeout=timeout,
+                            no_cors=no_cors, max_body=max_body, quiet=quiet, timeout=timeout,
                             allow_host=allow_host, fake_api=fake_api)
     except BaseException:
         for store in stores:
@@ -5366,7 +5394,8 @@ def parse_arguments(argv):
                              "api.example behind a proxy (repeatable; '*' for any). Without "
                              "it: localhost and IP addresses only, against DNS rebinding")
     add_fake_api_arguments(parser)
-    return parser.parse_args(argv)
+    add_json_server_arguments(parser)
+    return check_json_server_arguments(parser, parser.parse_args(argv))
 
 
 def add_fake_api_arguments(parser):
@@ -5388,6 +5417,25 @@ def add_fake_api_arguments(parser):
                            "([{\"name\": \"Ada\", \"email\": \"ada@example.com\"}], ids optional), "
                            "or with the resources of json-server's db.json ({\"posts\": [...], "
                            "\"profile\": {...}})")
+
+
+def add_json_server_arguments(parser):
+    """The options json-server's users type, besides those above that share its names."""
+    parser.add_argument("--no-cors", "--nc", action="store_true",
+                        help="let no browser page on another origin call the API (default: "
+                             "pages from this machine, as http://localhost:5173, may)")
+
+
+def check_json_server_arguments(parser, options):
+    """The options, once checked together: a usage error (exit 2) if they contradict."""
+    if options.no_cors and options.cors:
+        parser.error("argument --cors: not allowed with argument --no-cors")
+    return options
+
+
+def json_server_keywords(options):
+    """make_server's keywords for the options of add_json_server_arguments."""
+    return {"no_cors": options.no_cors}
 
 
 def startup_note(options, server, environment):
@@ -5430,7 +5478,7 @@ def main(argv=None):
                              cors=options.cors, max_body=options.max_body, quiet=options.quiet,
                              allow_host=options.allow_host, delay=options.delay,
                              fail_rate=options.fail_rate, fake_users=options.fake_users,
-                             load=options.load)
+                             load=options.load, **json_server_keywords(options))
     except ValueError as error:  # a --load file with a mistake; what it is, is in the message
         print("rest_users: cannot load %s" % error, file=sys.stderr)
         return 2

@@ -541,7 +541,7 @@ def test_the_response_format_follows_accept(server, accept, content_type):
     reply = call(server, "GET", "/users/%d" % user["id"], headers=headers)
     assert reply.status == 200
     assert reply.headers["Content-Type"] == content_type
-    assert reply.headers["Vary"] == "Accept"
+    assert reply.headers["Vary"] == "Accept, Origin"
     if "xml" in content_type:
         assert reply.text().startswith("<user><id>%d</id>" % user["id"])
     else:
@@ -554,7 +554,7 @@ def test_nothing_acceptable_is_406_in_problem_json(server, accept):
     reply = call(server, "GET", "/users", headers={"Accept": accept})
     problem = assert_problem(reply, 406)
     assert "application/json, application/xml or text/xml" in problem["detail"]
-    assert reply.headers["Vary"] == "Accept"
+    assert reply.headers["Vary"] == "Accept, Origin"
 
 
 ONLY_PROBLEMS = {"Accept": "application/problem+json"}
@@ -2083,7 +2083,7 @@ def test_if_none_match_gives_304_without_body(server, if_none_match):
     assert reply.status == 304
     assert reply.body == b""
     assert reply.headers["ETag"] == '"1-json"'
-    assert reply.headers["Vary"] == "Accept"
+    assert reply.headers["Vary"] == "Accept, Origin"
     assert "Content-Length" not in reply.headers
 
 
@@ -3269,7 +3269,7 @@ def test_cors_takes_several_origins(variant):
             reply = call(running, "GET", "/users", headers={"Origin": origin})
             assert reply.headers["Access-Control-Allow-Origin"] == origin
             assert reply.headers["Vary"] == "Accept, Origin"
-        reply = call(running, "GET", "/users", headers={"Origin": "http://localhost:5174"})
+        reply = call(running, "GET", "/users", headers={"Origin": "https://other.example"})
         assert "Access-Control-Allow-Origin" not in reply.headers
     finally:
         stop_server(running)
@@ -3366,7 +3366,7 @@ def test_a_browser_gets_the_explorer_page(server, accept):
     reply = call(server, "GET", "/", headers={"Accept": accept})
     assert reply.status == 200
     assert reply.headers["Content-Type"] == "text/html; charset=utf-8"
-    assert reply.headers["Vary"] == "Accept"
+    assert reply.headers["Vary"] == "Accept, Origin"
     assert reply.text().startswith("<!doctype html>")
 
 
@@ -3458,6 +3458,7 @@ class Browser:
             [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
              "--disable-background-networking", "--disable-component-update", "--disable-sync",
              "--remote-debugging-pipe", "--user-data-dir=" + str(profile),
+             "--host-resolver-rules=MAP evil.example 127.0.0.1",  # another origin, here
              "about:blank"], pass_fds=(3, 4), preexec_fn=give_the_pipes,
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         os.close(to_browser)
@@ -4825,7 +4826,8 @@ def test_the_startup_line_names_the_options_in_force_as_given():
                                     cors=options.cors)
     try:
         told = rest_users.startup_note(options, server, {})
-        assert server.cors == {"http://localhost:5173", "https://app.example"}  # both kept
+        assert server.cors == {"http://localhost:5173", "https://app.example",  # both kept
+                               rest_users.LOOPBACK}
     finally:
         server.server_close()
     assert told == ("Open http://127.0.0.1:%d/ in a browser to explore the API. Users are kept "
@@ -4957,7 +4959,7 @@ def test_post_creates_a_todo_with_its_default_and_a_location(todos_server):
     assert reply.headers["Location"] == "/todos/%d" % created["id"]
     assert reply.headers["ETag"] == '"1-json"'
     assert reply.headers["Content-Type"] == JSON_TYPE
-    assert reply.headers["Vary"] == "Accept"
+    assert reply.headers["Vary"] == "Accept, Origin"
 
 
 def test_get_reads_a_todo_with_its_etag(todos_server):
@@ -6880,3 +6882,107 @@ def test_dependent_naming_no_resource_that_refers_is_a_400(placeholder_to_change
     assert problem["detail"] == detail + (
         " See GET /users in the README.")
     assert call(placeholder_to_change, "GET", "/users/2").status == 200
+
+
+@pytest.mark.parametrize("origin", ["http://localhost:5173", "http://127.0.0.1:3000",
+                                    "http://[::1]:8080", "http://localhost", "https://localhost:1",
+                                    "http://app.localhost:5173", "http://127.0.0.2:8000"])
+def test_a_page_from_a_loopback_origin_may_call_the_api_by_default(placeholder, origin):
+    reply = call(placeholder, "GET", "/posts", headers={"Origin": origin})
+    assert reply.headers["Access-Control-Allow-Origin"] == origin
+    assert reply.headers["Vary"] == "Accept, Origin"
+    preflight = call(placeholder, "OPTIONS", "/posts/1", headers={
+        "Origin": origin, "Access-Control-Request-Method": "DELETE"})
+    assert (preflight.status, preflight.headers["Access-Control-Allow-Origin"]) == (204, origin)
+    assert preflight.headers["Access-Control-Allow-Methods"] == (
+        "GET, PUT, PATCH, DELETE, HEAD, OPTIONS")
+
+
+@pytest.mark.parametrize("origin", ["http://evil.example", "http://localhost.evil.example:5173",
+                                    "http://127.0.0.1.evil.example", "null",
+                                    "http://localhost:5173/path", "file://", "http://[::2]:80"])
+def test_a_page_from_another_origin_gets_no_cors_headers_by_default(placeholder, origin):
+    reply = call(placeholder, "GET", "/posts", headers={"Origin": origin})
+    assert "Access-Control-Allow-Origin" not in reply.headers
+    assert reply.headers["Vary"] == "Accept, Origin"
+
+
+def test_cors_names_more_origins_and_loopback_ones_stay_allowed(variant):
+    running = start_server(variant, cors="https://app.example")
+    try:
+        for origin, allowed in (("https://app.example", True), ("http://localhost:5173", True),
+                                ("https://evil.example", False)):
+            reply = call(running, "GET", "/users", headers={"Origin": origin})
+            assert reply.headers.get("Access-Control-Allow-Origin") == (origin if allowed
+                                                                        else None)
+    finally:
+        stop_server(running)
+
+
+def test_no_cors_allows_no_origin(variant):
+    running = start_server(variant, no_cors=True)
+    try:
+        reply = call(running, "GET", "/users", headers={"Origin": "http://localhost:5173"})
+        assert "Access-Control-Allow-Origin" not in reply.headers
+        assert reply.headers["Vary"] == "Accept"
+    finally:
+        stop_server(running)
+
+
+def test_no_cors_and_cors_together_are_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as exited:
+        rest_users.parse_arguments(["--no-cors", "--cors", "https://app.example"])
+    assert exited.value.code == 2
+    assert capsys.readouterr().err.endswith(
+        "error: argument --cors: not allowed with argument --no-cors\n")
+
+
+def test_admin_answers_carry_no_cors_for_a_loopback_origin_either(placeholder):
+    reply = call(placeholder, "GET", "/__admin/requests",
+                 headers={"Origin": "http://localhost:%d" % placeholder.server_address[1]})
+    assert "Access-Control-Allow-Origin" not in reply.headers
+    preflight = call(placeholder, "OPTIONS", "/__admin/reset", headers={
+        "Origin": "http://localhost:5173", "Access-Control-Request-Method": "POST"})
+    assert "Access-Control-Allow-Origin" not in preflight.headers
+
+
+class PageServer(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    """Serves one blank page, from whatever origin a browser names it by."""
+
+    daemon_threads = True
+
+    class handler_class(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            page = b"<!doctype html><title>front end</title>"
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(page)))
+            self.end_headers()
+            self.wfile.write(page)
+
+        def log_message(self, *args):
+            pass
+
+
+def fetched_in(browser, page_url, api_url):
+    """What a page at page_url gets from fetch(api_url): the list's length, or "refused"."""
+    browser.open(page_url)
+    browser.run("window.answer = null; fetch(%s).then(reply => reply.json()).then("
+                "list => { window.answer = list.length; }, () => { window.answer = 'refused'; })"
+                % json.dumps(api_url))
+    browser.wait_for("window.answer !== null")
+    return browser.run("window.answer")
+
+
+def test_a_browser_lets_a_loopback_page_call_the_api_and_refuses_another_origin(
+        browser, placeholder):
+    pages = PageServer(("127.0.0.1", 0), PageServer.handler_class)
+    threading.Thread(target=pages.serve_forever, args=(0.05,), daemon=True).start()
+    try:
+        api = "http://127.0.0.1:%d/posts" % placeholder.server_address[1]
+        port = pages.server_address[1]
+        assert fetched_in(browser, "http://localhost:%d/" % port, api) == 3
+        assert fetched_in(browser, "http://evil.example:%d/" % port, api) == "refused"
+    finally:
+        pages.shutdown()
+        pages.server_close()
