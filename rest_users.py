@@ -1930,8 +1930,11 @@ TYPES["json"] = Type(check_json, str, None, None, False, add_json_xml, has_xml_n
 
 import collections
 import itertools
+import mimetypes
+import os
 import random
 import sqlite3
+from urllib.parse import unquote
 
 SQL_TYPES = {"string": "TEXT", "integer": "INTEGER", "boolean": "INTEGER", "number": "REAL",
              "json": "TEXT"}  # a json field is kept as its JSON text
@@ -2693,6 +2696,33 @@ class FakeApiHandler(UsersHandler):
 
     added_routes = ADMIN_ROUTES  # the test controls' routes
 
+    def handle_api_request(self):
+        """json-server's --routes rewrite the target first; then a GET of a path that no
+        route takes is a file of --static's folder, if the folder has it."""
+        self.path = rewritten(self.server.fake_api.rewrites, self.path)
+        if self.server.fake_api.static is None or not self.sent_static_file():
+            super().handle_api_request()
+
+    do_GET = do_HEAD = do_POST = do_PUT = do_PATCH = do_DELETE = do_OPTIONS = handle_api_request
+
+    def sent_static_file(self):
+        """Send the file of --static's folder a GET asks for, if any: its index.html at /,
+        and the explorer at /__explorer instead. Whether it was sent."""
+        path, mark, query = self.path.partition("?")
+        if path == "/__explorer":
+            self.path = "/" + mark + query
+        if self.command not in ("GET", "HEAD") or path != "/" and find_route(
+                self.server.routes, path)[0] is not None:
+            return False
+        found = static_file(self.server.fake_api.static, path)
+        try:
+            with open(found or "", "rb") as file:
+                body = file.read()
+        except OSError:  # none, or none that can be read: the 404 of a path with nothing
+            return False
+        self.respond(HTTPStatus.OK, body, static_type(found))
+        return True
+
     @classmethod
     def keyed_paths(cls, resources):
         """The test controls need the key too."""
@@ -2840,7 +2870,7 @@ class FakeApi:
     users=), of the resources it serves."""
 
     def __init__(self, delay=0, fail_rate=0.0, fake_users=0, load=None, users=None,
-                 resources=None):
+                 resources=None, routes=None, static=None):
         low, high = (delay, delay) if isinstance(delay, int) else delay
         if not 0 <= low <= high <= MAX_DELAY:
             raise ValueError("delay is milliseconds from 0 to %d, or a (min, max) pair of "
@@ -2852,6 +2882,8 @@ class FakeApi:
         if load is not None and users is not None:
             raise ValueError("load reads users from a file, users takes them: give one")
         self.delay, self.fail_rate, self.fake_users = (low, high), fail_rate, fake_users
+        self.rewrites = read_rewrite_rules(routes) if routes else []  # json-server's --routes
+        self.static = static_folder(static) if static else None  # and its --static
         self.resources = list(resources or [USERS])
         if load is not None:
             self.items = self.read(read_load_file(load), load)
@@ -2941,6 +2973,95 @@ def wait_for_delay(delay):
     low, high = delay
     if high:
         time.sleep(random.randint(low, high) / 1000)
+
+
+# json-server 0.17's --routes, as express-urlrewrite reads them (with path-to-regexp 1): :name
+# is one segment, * anything, \\? a literal ?; a rule matches the path and query, in any case
+REWRITE_PARTS = re.compile(r"\\(.)|:(\w+)|(\*)|(.)", re.DOTALL)
+
+
+def read_rewrite_rules(path):
+    """The rules of a --routes file, {"/api/*": "/$1", "/blog/:id": "/posts/:id"}, in its
+    order, each as (pattern, names of its groups, target); a ValueError names a mistake."""
+    try:
+        with open(path, "rb") as file:
+            document = json.loads(file.read().decode("utf-8"), object_pairs_hook=ObjectPairs)
+    except OSError as error:
+        raise ValueError("%s: cannot be read: %s" % (path, error.strerror)) from None
+    except ValueError as error:  # UnicodeDecodeError too
+        raise ValueError("%s: is not JSON: %s" % (path, error)) from None
+    if not isinstance(document, ObjectPairs):
+        raise ValueError('%s: is not a JSON object of rules, as {"/api/*": "/$1"}' % path)
+    for source, target in document:
+        if not isinstance(target, str):
+            raise ValueError("%s: the rule %s must rewrite to a string, not %s" % (
+                path, source, describe(target)))
+    return [rewrite_rule(source, target) for source, target in document]
+
+
+def rewrite_rule(source, target):
+    """One rule: the pattern of its source, the names of its groups (None for a *), and
+    its target."""
+    pattern, names = "", []
+    for escaped, name, star, other in REWRITE_PARTS.findall(source):
+        if name or star:
+            names.append(name or None)
+            pattern += "([^/]+?)" if name else "(.*)"
+        else:
+            pattern += re.escape(escaped or other)
+    return re.compile(pattern + "(?:/(?=$))?$", re.IGNORECASE), names, target
+
+
+def rewritten(rules, target):
+    """A request target once each rule that matches it has rewritten it, in turn, as
+    json-server does: in the rule's target, $1 is the first group, :name a named one."""
+    for pattern, names, rewrite_to in rules:
+        match = pattern.match(target)
+        if match:
+            target = re.sub(r"\$([0-9]+)|:(\w+)", lambda part: rewritten_part(
+                match, names, *part.groups()) or "", rewrite_to)
+    return target
+
+
+def rewritten_part(match, names, number, name):
+    """What $1 or :name in a rule's target stands for, or None."""
+    if number is not None:
+        return match.group(int(number)) if int(number) <= len(names) else None
+    return match.group(names.index(name) + 1) if name in names else ":" + name
+
+
+def static_folder(path):
+    """--static's folder, with every link resolved; a ValueError if it is no folder."""
+    if not os.path.isdir(path):
+        raise ValueError("%s: is not a folder, for --static" % path)
+    return os.path.realpath(path)
+
+
+def static_file(folder, path):
+    """The file in the folder a path names, or None: never one outside it, by .., by an
+    encoded slash (%2F, %5C) or by a link, and never a hidden one (.env)."""
+    lowered = path.lower()
+    if "%2f" in lowered or "%5c" in lowered or "\\" in path:
+        return None
+    try:
+        names = unquote(path, errors="strict").split("/")
+    except UnicodeDecodeError:
+        return None
+    if any(name.startswith(".") or "\0" in name for name in names):
+        return None
+    found = os.path.realpath(os.path.join(folder, *names))  # every link resolved
+    if os.path.isdir(found):
+        found = os.path.realpath(os.path.join(found, "index.html"))
+    inside = os.path.commonpath([folder, found]) == folder
+    return found if inside and os.path.isfile(found) else None
+
+
+def static_type(path):
+    """A file's Content-Type, as its name says; text in UTF-8."""
+    media_type = mimetypes.guess_type(path)[0] or "application/octet-stream"
+    textual = media_type.startswith("text/") or media_type in ("application/javascript",
+                                                                "application/json")
+    return media_type + ("; charset=utf-8" if textual else "")
 
 
 # A singular resource: json-server serves "profile": {...} as one item at /profile
@@ -5252,12 +5373,13 @@ def render_user(user, fmt):
 def make_server(host=DEFAULT_HOST, port=DEFAULT_PORT, *, db=None, api_key=None, cors=None,
                 max_body=DEFAULT_MAX_BODY, quiet=False, timeout=DEFAULT_IDLE_TIMEOUT,
                 allow_host=(), plain=False, delay=0, fail_rate=0.0, fake_users=0, load=None,
-                users=None, resources=None, no_cors=False):
+                users=None, resources=None, no_cors=False, routes=None, static=None):
     """Return a bound DefaultServer, not yet serving: call serve_forever(). plain=True
     leaves out the speed-ups. cors is an origin, a list of them, or "*", besides the
-    loopback origins that no_cors=True refuses. delay to users are the fake API's options.
-    resources: the Resources served, [USERS] when None."""
-    fake_api = FakeApi(delay, fail_rate, fake_users, load, users, resources)  # ValueError
+    loopback origins that no_cors=True refuses. delay to users, routes and static are the
+    fake API's options. resources: the Resources served, [USERS] when None."""
+    fake_api = FakeApi(delay, fail_rate, fake_users, load, users, resources,  # ValueError
+                       routes=routes, static=static)
     server_class = PlainServer if plain else DefaultServer
     if db:
         fake_api.add_stored(stored_declarations(db))
@@ -5372,9 +5494,9 @@ def parse_arguments(argv):
     parser = argparse.ArgumentParser(
         description="A users REST API (JSON and XML) on the Python standard library.",
         epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--host", default=DEFAULT_HOST,
+    parser.add_argument("--host", "-H", default=DEFAULT_HOST,
                         help="address to listen on, as --host 0.0.0.0 (default: %(default)s)")
-    parser.add_argument("--port", type=port_number, default=DEFAULT_PORT,
+    parser.add_argument("--port", "-p", type=port_number, default=DEFAULT_PORT,
                         help="port to listen on, 0 for any free one (default: %(default)s)")
     parser.add_argument("--db", metavar="PATH",
                         help="keep the resources in this SQLite file, as --db users.db "
@@ -5387,7 +5509,7 @@ def parse_arguments(argv):
                              "as --cors http://localhost:5173 (repeatable)")
     parser.add_argument("--max-body", type=byte_count, default=DEFAULT_MAX_BODY, metavar="BYTES",
                         help="largest request body accepted (default: %(default)s)")
-    parser.add_argument("--quiet", action="store_true",
+    parser.add_argument("--quiet", "-q", action="store_true",
                         help="do not log a line per request on stderr")
     parser.add_argument("--allow-host", action="append", default=[], metavar="NAME",
                         help="answer requests for this host name too, as --allow-host "
@@ -5402,7 +5524,7 @@ def add_fake_api_arguments(parser):
     """The command line's options for a fake API."""
     fake = parser.add_argument_group("a fake API, for front ends and test suites (on every "
                                      "resource)")
-    fake.add_argument("--delay", type=milliseconds, default=(0, 0), metavar="MS[-MS]",
+    fake.add_argument("--delay", "-d", type=milliseconds, default=(0, 0), metavar="MS[-MS]",
                       help="answer each request that many milliseconds late, or a random "
                            "time in a range: --delay 300, --delay 100-500")
     fake.add_argument("--fail-rate", type=share, default=0.0, metavar="P",
@@ -5419,11 +5541,33 @@ def add_fake_api_arguments(parser):
                            "\"profile\": {...}})")
 
 
+class NotDone(argparse.Action):
+    """A json-server option this service does not do: a usage error that names it."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        parser.error("argument %s: json-server's option, not done here: %s" % (
+            "/".join(self.option_strings), self.help))
+
+
 def add_json_server_arguments(parser):
     """The options json-server's users type, besides those above that share its names."""
-    parser.add_argument("--no-cors", "--nc", action="store_true",
+    habits = parser.add_argument_group("json-server's options")
+    habits.add_argument("--no-cors", "--nc", action="store_true",
                         help="let no browser page on another origin call the API (default: "
                              "pages from this machine, as http://localhost:5173, may)")
+    habits.add_argument("--routes", "-r", metavar="FILE",
+                        help="rewrite request paths by json-server's rules, as --routes "
+                             "routes.json holding {\"/api/*\": \"/$1\", \"/blog/:id\": "
+                             "\"/posts/:id\"}")
+    habits.add_argument("--static", "-s", metavar="DIR",
+                        help="serve the files of DIR at the paths the API does not take, "
+                             "DIR/index.html at / (the explorer then at /__explorer)")
+    habits.add_argument("--no-gzip", "--ng", action="store_true",
+                        help="taken, and changes nothing: answers are never compressed")
+    for names, why in ((("--config", "-c"), "give the options on the command line"),
+                       (("--middlewares", "-m"), "it runs JavaScript; this is one Python file"),
+                       (("--snapshots", "-S"), "copy the db.json file yourself")):
+        habits.add_argument(*names, action=NotDone, nargs="?", help=why)
 
 
 def check_json_server_arguments(parser, options):
@@ -5435,7 +5579,7 @@ def check_json_server_arguments(parser, options):
 
 def json_server_keywords(options):
     """make_server's keywords for the options of add_json_server_arguments."""
-    return {"no_cors": options.no_cors}
+    return {"no_cors": options.no_cors, "routes": options.routes, "static": options.static}
 
 
 def startup_note(options, server, environment):

@@ -6702,9 +6702,12 @@ PLACEHOLDER = {  # a JSONPlaceholder-style db.json, small
          "address": {"city": "Wisokyburgh", "geo": {"lat": "-43.9509", "lng": "-34.4618"}},
          "company": {"name": "Deckow-Crist", "catchPhrase": "Proactive didactic contingency"}}],
     "posts": [
-        {"id": 1, "userId": 1, "title": "sunt aut facere", "meta": {"tags": ["rest", "json"]}},
-        {"id": 2, "userId": 1, "title": "Qui est esse", "meta": {"tags": ["xml"]}},
-        {"id": 3, "userId": 2, "title": "ea molestias quasi", "meta": {"likes": 7}}],
+        {"id": 1, "userId": 1, "title": "sunt aut facere", "meta": {"tags": ["rest", "json"]},
+         "category": "javascript"},
+        {"id": 2, "userId": 1, "title": "Qui est esse", "meta": {"tags": ["xml"]},
+         "category": "python"},
+        {"id": 3, "userId": 2, "title": "ea molestias quasi", "meta": {"likes": 7},
+         "category": "javascript"}],
     "comments": [{"id": n, "postId": 1 + n % 2, "body": "comment %d" % n}
                  for n in range(1, 121)],
     "todos": [{"id": 1, "userId": 2, "title": "delectus aut autem", "completed": False}],
@@ -6986,3 +6989,136 @@ def test_a_browser_lets_a_loopback_page_call_the_api_and_refuses_another_origin(
     finally:
         pages.shutdown()
         pages.server_close()
+
+
+def test_json_servers_short_options_are_taken():
+    options = rest_users.parse_arguments(["-p", "0", "-H", "127.0.0.2", "-d", "100-200", "-q"])
+    assert (options.port, options.host, options.delay, options.quiet) == (
+        0, "127.0.0.2", (100, 200), True)
+
+
+@pytest.mark.parametrize("args, named", [
+    (["--middlewares", "log.js"], "--middlewares/-m"), (["-m", "log.js"], "--middlewares/-m"),
+    (["--config", "json-server.json"], "--config/-c"), (["--snapshots", "snaps"], "--snapshots/-S"),
+])
+def test_a_json_server_option_not_done_is_a_usage_error_naming_it(args, named, capsys):
+    with pytest.raises(SystemExit) as exited:
+        rest_users.parse_arguments(args)
+    assert exited.value.code == 2
+    error = capsys.readouterr().err.splitlines()[-1]
+    assert ": error: argument %s: json-server's option, not done here: " % named in error
+
+
+def test_no_gzip_is_taken_as_answers_are_never_compressed():
+    assert rest_users.parse_arguments(["--no-gzip"]).port == 8000
+
+
+README_ROUTES = {  # json-server 0.17's README, "Add custom routes"
+    "/api/*": "/$1",
+    "/:resource/:id/show": "/:resource/:id",
+    "/posts/:category": "/posts?category=:category",
+    "/articles\\?id=:id": "/posts/:id",
+}
+
+
+@pytest.fixture(scope="module")
+def rewritten(tmp_path_factory):
+    """The JSONPlaceholder-style file served with json-server's README routes."""
+    folder = tmp_path_factory.mktemp("routes")
+    routes = folder / "routes.json"
+    routes.write_text(json.dumps(README_ROUTES))
+    running = start_server(load=write_db_json(folder, PLACEHOLDER), routes=str(routes))
+    yield running
+    stop_server(running)
+
+
+@pytest.mark.parametrize("target, expected", [  # each as json-server 0.17.4 answers it
+    ("/api/posts", [1, 2, 3]),
+    ("/API/posts/", [1, 2, 3]),  # ignoring case, and a final slash
+    ("/api/posts?title_like=^qui", [2]),
+    ("/posts/javascript", [1, 3]),
+    ("/api/posts/1", []),  # /posts/1, which the next rule makes /posts?category=1
+    ("/posts/1/show", []),  # the same, as json-server applies every rule in turn
+    ("/api/comments/1/show", PLACEHOLDER["comments"][0]),
+    ("/articles?id=2", PLACEHOLDER["posts"][1]),
+    ("/users/1", PLACEHOLDER["users"][0]),
+])
+def test_routes_rewrite_as_json_servers_readme_shows(rewritten, target, expected):
+    reply = call(rewritten, "GET", target)
+    assert reply.status == 200, reply.body
+    assert (item_ids(reply) if isinstance(expected, list) else reply.json()) == expected
+
+
+def test_routes_chain_in_the_files_order(tmp_path):
+    routes = tmp_path / "routes.json"
+    routes.write_text(json.dumps({"/api/*": "/$1", "/blog/:id": "/posts/:id"}))
+    running = start_server(load=write_db_json(tmp_path, PLACEHOLDER), routes=str(routes))
+    try:
+        assert call(running, "GET", "/api/blog/2").json() == PLACEHOLDER["posts"][1]
+        assert call(running, "GET", "/blog/3?_expand=user").json()["user"]["id"] == 2
+        reply = call(running, "PATCH", "/api/blog/2", {"title": "Qui est"})
+        assert (reply.status, reply.json()["title"]) == (200, "Qui est")
+    finally:
+        stop_server(running)
+
+
+@pytest.mark.parametrize("content, problem", [
+    ('["/api/*"]', "is not a JSON object of rules, as {\"/api/*\": \"/$1\"}"),
+    ('{"/api/*": 1}', "the rule /api/* must rewrite to a string, not a number"),
+    ("{", "is not JSON: Expecting property name enclosed in double quotes: line 1 column 2 "
+          "(char 1)"),
+])
+def test_a_bad_routes_file_stops_the_start_naming_the_problem(tmp_path, content, problem):
+    routes = tmp_path / "routes.json"
+    routes.write_text(content)
+    with pytest.raises(ValueError) as refused:
+        rest_users.make_server(port=0, routes=str(routes))
+    assert str(refused.value) == "%s: %s" % (routes, problem)
+
+
+@pytest.fixture(scope="module")
+def static(tmp_path_factory):
+    """A server of the JSONPlaceholder-style file with a --static folder: a front end's files,
+    and beside the folder a secret that must never be served, and links to it."""
+    base = tmp_path_factory.mktemp("static")
+    folder = base / "public"
+    (folder / "css").mkdir(parents=True)
+    (folder / "index.html").write_text("<!doctype html><title>my front end</title>")
+    (folder / "css" / "site.css").write_text("body { color: #333 }")
+    (folder / ".env").write_text("TOKEN=1")
+    (base / "secret.txt").write_text("the secret")
+    os.symlink(str(base / "secret.txt"), str(folder / "secret.txt"))
+    os.symlink(str(base), str(folder / "outside"))
+    running = start_server(load=write_db_json(base, PLACEHOLDER), static=str(folder))
+    yield running
+    stop_server(running)
+
+
+def test_static_serves_the_folders_index_at_the_root_and_its_files(static):
+    for accept in (BROWSER_ACCEPT, "application/json"):
+        reply = call(static, "GET", "/", headers={"Accept": accept})
+        assert (reply.status, reply.headers["Content-Type"], reply.text()) == (
+            200, "text/html; charset=utf-8", "<!doctype html><title>my front end</title>")
+    reply = call(static, "GET", "/css/site.css")
+    assert (reply.status, reply.headers["Content-Type"], reply.text()) == (
+        200, "text/css; charset=utf-8", "body { color: #333 }")
+    head = call(static, "HEAD", "/css/site.css")
+    assert (head.status, head.headers["Content-Length"], head.body) == (200, "20", b"")
+
+
+def test_static_leaves_the_routes_to_the_api_and_the_explorer_moves(static):
+    assert item_ids(call(static, "GET", "/posts")) == [1, 2, 3]
+    explorer = call(static, "GET", "/__explorer", headers={"Accept": BROWSER_ACCEPT})
+    assert (explorer.status, explorer.text()[:15]) == (200, "<!doctype html>")
+    assert "my front end" not in explorer.text()
+
+
+@pytest.mark.parametrize("target", [
+    "/../secret.txt", "/css/../../secret.txt", "/%2e%2e/secret.txt", "/css/%2E%2E/%2e%2e/secret.txt",
+    "/css%2f..%2f..%2fsecret.txt", "/css/..%2F..%2Fsecret.txt", "/css%5c..%5c..%5csecret.txt",
+    "/secret.txt", "/outside/secret.txt", "/.env", "/nothing.html", "/css/", "/%ff",
+])
+def test_static_never_serves_a_file_outside_its_folder(static, target):
+    reply = call(static, "GET", target)
+    problem = assert_problem(reply, 404)
+    assert "the secret" not in reply.text() and problem["detail"].startswith("There is nothing at ")
