@@ -4149,7 +4149,7 @@ function bind() {  // the list's and the form's controls: again when another res
 }
 
 async function explore(name) {  // another resource: its list and form, from its own page
-  const response = await fetch("/?resource=" + encodeURIComponent(name), { headers: { Accept: "text/html" } });
+  const response = await fetch(location.pathname + "?resource=" + encodeURIComponent(name), { headers: { Accept: "text/html" } });
   const page = new DOMParser().parseFromString(await response.text(), "text/html");
   for (const id of ["list-title", "edit-title"]) {
     const part = "section[aria-labelledby=" + id + "]";
@@ -4159,7 +4159,7 @@ async function explore(name) {  // another resource: its list and form, from its
   for (const part of ["title", "h1", "#store"]) {
     document.querySelector(part).textContent = page.querySelector(part).textContent;
   }
-  history.replaceState(null, "", "/?resource=" + encodeURIComponent(name));
+  history.replaceState(null, "", location.pathname + "?resource=" + encodeURIComponent(name));
   readResource();
   opened = { id: "", tag: null, format: null };
   bind();

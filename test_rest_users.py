@@ -7122,3 +7122,12 @@ def test_static_never_serves_a_file_outside_its_folder(static, target):
     reply = call(static, "GET", target)
     problem = assert_problem(reply, 404)
     assert "the secret" not in reply.text() and problem["detail"].startswith("There is nothing at ")
+
+
+def test_the_explorer_moved_by_static_still_opens_each_resource(browser, static):
+    base = "http://127.0.0.1:%d" % static.server_address[1]
+    browser.open(base + "/__explorer")
+    choose_resource(browser, "posts")
+    browser.wait_for("[...document.querySelectorAll('#rows td')].some("
+                     "td => td.textContent === 'Qui est esse')")
+    assert browser.run("location.href") == base + "/__explorer?resource=posts"
