@@ -4563,7 +4563,8 @@ class Words:
     the schema User; under a parent, /users/{id}/todos gives listUserTodos."""
 
     def __init__(self, resource, parent=None, resources=()):
-        self.referred = bool(referrers(resource, resources))  # a delete may be a 409
+        self.referring = [child.collection for child, _ in referrers(resource, resources)]
+        self.referred = bool(self.referring)  # a delete may be a 409, and take _dependent
         self.nested = ("404",) if parent else ()  # the parent may not be there
         prefix = camel_case(re.findall("[A-Za-z0-9]+", parent[0].item)) if parent else ""
         self.resource, self.path, self.tag = resource, resource.path, resource.collection
@@ -4686,6 +4687,13 @@ PREFER = {"name": "Prefer", "in": "header", "schema": TEXT, "example": "return=m
           "description": "return=minimal: answer 204 without the deleted item (RFC 7240)"}
 
 
+def dependent_parameter(referring):
+    """DELETE's _dependent, for a resource that others refer to."""
+    return {"name": "_dependent", "in": "query", "schema": TEXT, "example": ",".join(referring),
+            "description": "delete the items of these resources that refer to this one with "
+                           "it, all or none (json-server 1.0's); without it, a 409 if any do"}
+
+
 def list_parameters(resource):
     """The query parameters of a resource's list, in its list_parameters' order; one the
     list takes that nothing here describes is a plain string."""
@@ -4772,8 +4780,9 @@ RESOURCE_OPERATIONS = {  # a resource's action -> what the document says of it, 
                 "Vary"), "content": body_content(json_schema_ref(w.Schema))},
             "204": {"description": "Deleted, with Prefer: return=minimal",
                     "headers": header_refs("Preference-Applied")}},
-        ("401", "503", "404", "406", "412", "507") + (("409",) if w.referred else ()),
-        parameters=[IF_MATCH, PREFER],
+        ("401", "503", "404", "406", "412", "507") + (("400", "409") if w.referred else ()),
+        parameters=[IF_MATCH, PREFER] + ([dependent_parameter(w.referring)] if w.referred
+                                         else []),
         description=describe_action("destroy", w)),
 }
 RESOURCE_OPERATIONS.update(  # a singular resource's one item: /profile

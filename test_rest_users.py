@@ -6978,11 +6978,11 @@ def fetched_in(browser, page_url, api_url):
 
 
 def test_a_browser_lets_a_loopback_page_call_the_api_and_refuses_another_origin(
-        browser, placeholder):
+        browser, static):
     pages = PageServer(("127.0.0.1", 0), PageServer.handler_class)
     threading.Thread(target=pages.serve_forever, args=(0.05,), daemon=True).start()
     try:
-        api = "http://127.0.0.1:%d/posts" % placeholder.server_address[1]
+        api = "http://127.0.0.1:%d/posts" % static.server_address[1]
         port = pages.server_address[1]
         assert fetched_in(browser, "http://localhost:%d/" % port, api) == 3
         assert fetched_in(browser, "http://evil.example:%d/" % port, api) == "refused"
@@ -7131,3 +7131,16 @@ def test_the_explorer_moved_by_static_still_opens_each_resource(browser, static)
     browser.wait_for("[...document.querySelectorAll('#rows td')].some("
                      "td => td.textContent === 'Qui est esse')")
     assert browser.run("location.href") == base + "/__explorer?resource=posts"
+
+
+def test_the_api_description_offers_dependent_on_deleting_an_item_others_refer_to(
+        placeholder_to_change):
+    document = call(placeholder_to_change, "GET", "/openapi.json").json()
+    deleting = document["paths"]["/users/{id}"]["delete"]
+    assert [(each["name"], each.get("example")) for each in deleting["parameters"]
+            if each["in"] == "query"] == [("_dependent", "posts,todos")]
+    assert "_dependent" not in json.dumps(document["paths"]["/comments/{id}"]["delete"])
+    for target, status in (("/users/2?_dependent=albums", 400), ("/users/2", 409),
+                           ("/users/2?_dependent=posts,todos", 200)):
+        check_reply_against_openapi(document, "/users/{id}", "DELETE",
+                                    call(placeholder_to_change, "DELETE", target), status)
