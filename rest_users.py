@@ -2250,7 +2250,7 @@ def sql_passes_as_json_server(value, path_and_test, values):
     inside it, with the test, and the values as JSON."""
     (path, test), values = json.loads(path_and_test), json.loads(values)
     if path and value is not None:
-        value = nested_value([json.loads(value)], {"": 0}, ".".join([""] + path))
+        value = value_at(json.loads(value), path)
     return passes_as_json_server(value, test, values)
 
 
@@ -2355,7 +2355,8 @@ class ReferenceHandler(UsersHandler):
         if any(store.resource.collection not in asked for store, _ in referring):
             raise ApiError(HTTPStatus.CONFLICT, referred_to(self.resource, item.id, [
                 (store.resource, len(ids)) for store, ids in referring]))
-        for write in (False, True):  # each checked, then each deleted
+        only_checked = isinstance(self.store, ProblemOnlyStore)  # the delete too: a 406
+        for write in (False,) if only_checked else (False, True):  # checked, then deleted
             for store, ids in referring:
                 for child_id in ids:
                     store.delete(child_id, lambda child: self.check_unreferred(
@@ -2556,7 +2557,7 @@ class CorsHandler(UsersHandler):
         """Log, the first time, an origin that gets no CORS headers: its page sees only
         "Failed to fetch", and this line tells its developer why. The page's own origin
         needs no CORS, and is not logged."""
-        if urlsplit(origin).netloc.lower() == (self.headers.get("Host") or "").lower():
+        if origin.partition("://")[2].lower() == (self.headers.get("Host") or "").lower():
             return
         with self.server.cors_lock:
             if origin in self.server.refused_origins or len(self.server.refused_origins) >= 1000:
@@ -2626,10 +2627,10 @@ def allowed_origins(cors, loopback=True):
 def is_loopback_origin(origin):
     """Whether an origin is a page's on this machine: localhost, a name under .localhost
     (RFC 6761 §6.3) or a loopback address, over HTTP or HTTPS, on any port."""
-    parts = urlsplit(origin)
     try:
-        host = parts.port, parts.hostname  # the port must be a number
-    except ValueError:
+        parts = urlsplit(origin)
+        parts.port  # a ValueError if the port is not a number
+    except ValueError:  # or if a [ is not closed
         return False
     host = parts.hostname
     if parts.scheme not in ("http", "https") or not host or parts.username is not None or (
@@ -3394,7 +3395,8 @@ class DialectMemoryStore(MemoryStore):
         own = query._replace(filters=tuple(each for each in query.filters
                                            if each.field in position), q=None)
         return super().passes(item, own) and all(
-            passes_as_json_server(nested_value(item, position, field), test, values)
+            passes_as_json_server(value_at(item[position[field.partition(".")[0]]],
+                                           field.split(".")[1:]), test, values)
             for field, test, values in nested) and (
             query.q is None or has_text_inside(self.resource, item, query.q))
 
@@ -3412,12 +3414,10 @@ class DialectMemoryStore(MemoryStore):
         return TEXT_TESTS[test](value.casefold(), values[0].casefold())
 
 
-def nested_value(item, position, name):
-    """The value at a key inside a json field (address.geo.lat), or None; as lodash's get,
+def value_at(value, keys):
+    """The value at these keys inside a JSON value (geo, lat), or None; as lodash's get,
     which json-server uses, a digit key is an array's index (tags.0)."""
-    root, *path = name.split(".")
-    value = item[position[root]]
-    for key in path:
+    for key in keys:
         if isinstance(value, list) and DIGITS.fullmatch(key) and int(key) < len(value):
             value = value[int(key)]
         else:

@@ -6903,7 +6903,8 @@ def test_a_page_from_a_loopback_origin_may_call_the_api_by_default(placeholder, 
 
 @pytest.mark.parametrize("origin", ["http://evil.example", "http://localhost.evil.example:5173",
                                     "http://127.0.0.1.evil.example", "null",
-                                    "http://localhost:5173/path", "file://", "http://[::2]:80"])
+                                    "http://localhost:5173/path", "file://", "http://[::2]:80",
+                                    "http://[::1", "http://localhost:x", "http://u@localhost"])
 def test_a_page_from_another_origin_gets_no_cors_headers_by_default(placeholder, origin):
     reply = call(placeholder, "GET", "/posts", headers={"Origin": origin})
     assert "Access-Control-Allow-Origin" not in reply.headers
@@ -7144,3 +7145,12 @@ def test_the_api_description_offers_dependent_on_deleting_an_item_others_refer_t
                            ("/users/2?_dependent=posts,todos", 200)):
         check_reply_against_openapi(document, "/users/{id}", "DELETE",
                                     call(placeholder_to_change, "DELETE", target), status)
+
+
+def test_a_problem_only_client_deleting_with_dependent_gets_406_and_nothing_is_deleted(
+        placeholder_to_change):
+    reply = call(placeholder_to_change, "DELETE", "/users/2?_dependent=posts,todos",
+                 headers={"Accept": "application/problem+json"})
+    assert_problem(reply, 406)
+    assert item_ids(call(placeholder_to_change, "GET", "/posts")) == [1, 2, 3]
+    assert item_ids(call(placeholder_to_change, "GET", "/todos")) == [1]
