@@ -1990,11 +1990,13 @@ TYPES["json"] = Type(check_json, str, None, None, False, add_json_xml, has_xml_n
 import collections
 import errno
 import itertools
+import mimetypes
 import os
 import random
 import sqlite3
 import stat
 import tempfile
+from urllib.parse import unquote
 
 SQL_TYPES = {"string": "TEXT", "integer": "INTEGER", "boolean": "INTEGER", "number": "REAL",
              "json": "TEXT"}  # a json field is kept as its JSON text
@@ -2088,6 +2090,10 @@ class SQLiteStore:
             # SQLite's lower() and NOCASE fold ASCII letters only, so q would miss "STRAẞE"
             # for "Straße": Python's casefold() does the folding, as in the memory store
             add_function(self.db, "casefold", lambda text: text and text.casefold())
+            self.db.create_function("has_text_in_json", 2, lambda text, wanted: text is not None
+                                    and any(wanted in found.casefold()
+                                            for found in strings_in(json.loads(text))))
+            self.db.create_function("passes_as_json_server", 3, sql_passes_as_json_server)
         try:
             self.db.executescript(self.PRAGMAS + ";".join(sql_schema(resource)))
             self.add_missing_columns()
@@ -2161,10 +2167,10 @@ class SQLiteStore:
         conditions, arguments = [], []
         for field, test, values in query.filters:  # field and test are names, never client text
             conditions.append(sql_condition(self.resource, field, test, len(values)))
-            arguments += sql_arguments(test, values)
+            arguments += sql_arguments(self.resource, field, test, values)
         searched = self.resource.searched
         if query.q is not None:  # instr(), not LIKE: % and _ are plain text in q
-            conditions.append("(%s)" % " OR ".join(["instr(casefold(%s), ?)" % column_name(name)
+            conditions.append("(%s)" % " OR ".join([sql_search(self.resource, name)
                                                     for name in searched] or ["0"]))
             arguments += [query.q.casefold()] * len(searched)
         where = " WHERE " + " AND ".join(conditions) if conditions else ""
@@ -2237,14 +2243,16 @@ class SQLiteStore:
     def delete(self, item_id, check, write=True):
         """Delete the item after check(current item) has passed, and return it."""
         with self.lock, self.failures_answered():
-            with self.db:
-                current = self.select(item_id)
+            with self.db if not self.db.in_transaction else contextlib.suppress():
+                current = self.select(item_id)  # in a delete's transaction: deleted with it
                 if current is None:
                     raise NotFound(self.resource, item_id)
+                if write:  # first, in the transaction that check's refusal rolls back, so
+                    self.db.execute(  # that the items check deletes with it go with it
+                        "DELETE FROM %s WHERE id = ?" % self.table, (item_id,))
                 check(current)
                 if not write:
                     return current
-                self.db.execute("DELETE FROM %s WHERE id = ?" % self.table, (item_id,))
             self.count -= 1
             self.changes += 1
             return current
@@ -2270,7 +2278,8 @@ class SQLiteStore:
     def keep_declaration(self):
         """Keep what a --load file told of this resource: its item, and the fields read off it."""
         fields = [{"name": field.name, "type": field.type, "required": field.required,
-                   "refers_to": field.refers_to, "max_length": field.max_length}
+                   "refers_to": field.refers_to, "max_length": field.max_length,
+                   "searched": field.searched}
                   for field in self.resource.fields if getattr(field, "inferred", False)]
         if fields or getattr(self.resource, "inferred", False):
             with self.lock, self.failures_answered(), self.db:
@@ -2299,19 +2308,40 @@ SQL_TESTS = {"eq": "%s IN (%s)", "ne": "%s NOT IN (%s)", "lt": "%s < ?", "lte": 
 
 def sql_condition(resource, field, test, count):
     """The SQL of a Filter, with count values; caseless fields are equal ignoring ASCII case
-    (NOCASE), as emails are."""
+    (NOCASE), as emails are. json-server's tests (a key inside a json field, _like) are
+    Python's, as the memory store makes them."""
+    if field not in resource.position or test == "like":
+        return "passes_as_json_server(%s, ?, ?)" % column_name(field.partition(".")[0])
     column = column_name(field) + (" COLLATE NOCASE" if field in resource.caseless
                                 and test in ("eq", "ne") else "")
     return SQL_TESTS[test] % ((column, ", ".join("?" * count)) if test in ("eq", "ne")
                               else column)
 
 
-def sql_arguments(test, values):
+def sql_arguments(resource, field, test, values):
     """The arguments sql_condition's SQL takes for these values."""
+    if field not in resource.position or test == "like":  # the path in the JSON, the test
+        return [json.dumps([field.split(".")[1:], test]), json.dumps(values)]
     if test in ("eq", "ne", "lt", "lte", "gt", "gte"):
         return list(values)
     text = values[0].casefold()
     return [-len(text), text] if test == "endsWith" else [text]
+
+
+def sql_search(resource, name):
+    """The SQL that finds q, casefolded, in a searched field: in a json field's strings."""
+    if name in resource.from_json:
+        return "has_text_in_json(%s, ?)" % column_name(name)
+    return "instr(casefold(%s), ?)" % column_name(name)
+
+
+def sql_passes_as_json_server(value, path_and_test, values):
+    """passes_as_json_server for SQL: a value, or a json field's JSON text and the path
+    inside it, with the test, and the values as JSON."""
+    (path, test), values = json.loads(path_and_test), json.loads(values)
+    if path and value is not None:
+        value = value_at(json.loads(value), path)
+    return passes_as_json_server(value, test, values)
 
 
 def add_function(db, name, function):
@@ -2411,24 +2441,65 @@ class ReferenceHandler(UsersHandler):
 
     def check_delete(self, item):
         """A 409 when items refer to this one, naming each resource and how many: nothing
-        is lost without being asked (json-server would delete them too)."""
+        is lost without being asked (json-server would delete them too). Asked with
+        ?_dependent=comments (json-server 1.0's), the comments that refer to it go with it:
+        each is checked first, so that all go or none does."""
         super().check_delete(item)
-        counts = [(child, count)
-                  for child, field in referrers(self.resource, self.server.resources)
-                  for count in [self.server.stores[child.collection].list(ListQuery(
-                      1, 0, ("id",), (Filter(field, "eq", (item.id,)),), None))[0]] if count]
+        referring = [(self.server.stores[child.collection], ids)
+                     for child, ids in referring_ids(self.server, self.resource, item.id)]
+        asked = dependents_asked(self.query, self.resource, self.server.resources)
+        if any(store.resource.collection not in asked for store, _ in referring):
+            raise ApiError(HTTPStatus.CONFLICT, referred_to(self.resource, item.id, [
+                (store.resource, len(ids)) for store, ids in referring]))
+        only_checked = isinstance(self.store, ProblemOnlyStore)  # the delete too: a 406
+        for write in (False,) if only_checked else (False, True):  # checked, then deleted
+            for store, ids in referring:
+                for child_id in ids:
+                    store.delete(child_id, lambda child: self.check_unreferred(
+                        store.resource, child), write)
+
+    def check_unreferred(self, resource, item):
+        """The 409 for an item that others refer to (an item _dependent would delete)."""
+        counts = [(child, len(ids))
+                  for child, ids in referring_ids(self.server, resource, item.id)]
         if counts:
-            raise ApiError(HTTPStatus.CONFLICT, referred_to(self.resource, item.id, counts))
+            raise ApiError(HTTPStatus.CONFLICT, referred_to(resource, item.id, counts))
 
 
 def referred_to(resource, item_id, counts):
     """The 409's detail for an item others refer to, from (resource, count) pairs: "... by
-    1 todo; change or delete it first", "... by 1 todo and 1 note; ... delete them first"."""
+    1 todo; change or delete it first", "... by 1 todo and 1 note; ... delete them first",
+    and how to delete them with it."""
     named = in_words(["%d %s" % (count, child.item if count == 1 else child.collection)
                       for child, count in counts])
     them = "it" if sum(count for _, count in counts) == 1 else "them"
-    return ("The %s with id %s is referred to by %s; change or delete %s first: nothing was "
-            "deleted." % (resource.item, item_id, named, them))
+    return ("The %s with id %s is referred to by %s; change or delete %s first, or delete %s "
+            "too with DELETE %s/%s?_dependent=%s: nothing was deleted." % (
+                resource.item, item_id, named, them, them, resource.path, item_id,
+                ",".join(child.collection for child, _ in counts)))
+
+
+def referring_ids(server, resource, item_id):
+    """(resource, the ids of its items) for each served resource whose items refer to
+    this item, if any do."""
+    found = [(child, [each.id for each in server.stores[child.collection].list(ListQuery(
+        MAX_ID, 0, ("id",), (Filter(field, "eq", (item_id,)),), None))[1]])
+        for child, field in referrers(resource, server.resources)]
+    return [(child, ids) for child, ids in found if ids]
+
+
+def dependents_asked(query, resource, resources):
+    """The resources a DELETE's ?_dependent=comments,likes asks to delete with the item;
+    a 400 for a name that is not a resource referring to it."""
+    names = [name for parameter, value in parse_qsl(query, keep_blank_values=True)
+             if parameter == "_dependent" for name in value.split(",")]
+    referring = [child.collection for child, _ in referrers(resource, resources)]
+    for name in names:
+        if name not in referring:
+            raise BadQuery("_dependent takes %s, the resources that refer to %s, not %s." % (
+                in_words(referring, "or") or "nothing here", a_or_an(resource.item),
+                printable(name) if name else "an empty name"))
+    return names
 
 
 def nested_routes(parent, resources):
@@ -2582,7 +2653,7 @@ class CorsHandler(UsersHandler):
         """Log, the first time, an origin that gets no CORS headers: its page sees only
         "Failed to fetch", and this line tells its developer why. The page's own origin
         needs no CORS, and is not logged."""
-        if urlsplit(origin).netloc.lower() == (self.headers.get("Host") or "").lower():
+        if origin.partition("://")[2].lower() == (self.headers.get("Host") or "").lower():
             return
         with self.server.cors_lock:
             if origin in self.server.refused_origins or len(self.server.refused_origins) >= 1000:
@@ -2594,14 +2665,14 @@ class CorsHandler(UsersHandler):
 
 
 class CorsServer(UsersServer):
-    """UsersServer with the CORS origins its handlers allow: "*" for any, a set of them, or
-    None for none; and the origins refused so far."""
+    """UsersServer with the CORS origins its handlers allow: "*" for any, a set of them
+    (LOOPBACK among them unless no_cors), or None for none; and the origins refused so far."""
 
     handler_class = CorsHandler
     quiet = False  # EdgeServer's --quiet silences the line about a refused origin too
 
-    def __init__(self, *args, cors=None, **options):
-        self.cors = allowed_origins(cors)
+    def __init__(self, *args, cors=None, no_cors=False, **options):
+        self.cors = allowed_origins(cors, loopback=not no_cors)
         self.refused_origins, self.cors_lock = set(), threading.Lock()
         if self.cors not in (None, "*"):
             self.vary = "Accept, Origin"  # only those origins get the CORS headers
@@ -2634,12 +2705,37 @@ CORS_EXPOSED_HEADERS = ("Location, ETag, Link, X-Total-Count, Content-Range, Ret
                         "Preference-Applied")
 
 
-def allowed_origins(cors):
-    """The origins --cors names (one, or a list: the option repeats) as "*", a set, or None."""
+# A page of the user's own may call the API, as json-server lets every page do: one served
+# from this machine (http://localhost:5173, Vite's; http://127.0.0.1:3000), on any port. A
+# page on the web may not, unless --cors names it: it could rewrite the user's data.
+LOOPBACK = "a loopback origin"
+
+
+def allowed_origins(cors, loopback=True):
+    """The origins --cors names (one, or a list: the option repeats), and LOOPBACK unless
+    --no-cors, as "*", a set, or None."""
     origins = [cors] if isinstance(cors, str) else list(cors or [])
     if "*" in origins:
         return "*"
-    return set(origins) or None
+    return set(origins) | ({LOOPBACK} if loopback else set()) or None
+
+
+def is_loopback_origin(origin):
+    """Whether an origin is a page's on this machine: localhost, a name under .localhost
+    (RFC 6761 §6.3) or a loopback address, over HTTP or HTTPS, on any port."""
+    try:
+        parts = urlsplit(origin)
+        parts.port  # a ValueError if the port is not a number
+    except ValueError:  # or if a [ is not closed
+        return False
+    host = parts.hostname
+    if parts.scheme not in ("http", "https") or not host or parts.username is not None or (
+            parts.path or parts.query or parts.fragment):  # an origin has none of them
+        return False
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost" or host.endswith(".localhost")
 
 
 def cors_origin(allowed, headers):
@@ -2648,7 +2744,9 @@ def cors_origin(allowed, headers):
         return None
     if allowed == "*":
         return "*"
-    return headers.get("Origin") if headers.get("Origin") in allowed else None
+    origin = headers.get("Origin")
+    return origin if origin in allowed or (LOOPBACK in allowed and is_loopback_origin(
+        origin)) else None
 
 
 def cors_headers(allowed, headers):
@@ -2696,6 +2794,33 @@ class FakeApiHandler(UsersHandler):
     requests for the resources."""
 
     added_routes = ADMIN_ROUTES  # the test controls' routes
+
+    def handle_api_request(self):
+        """json-server's --routes rewrite the target first; then a GET of a path that no
+        route takes is a file of --static's folder, if the folder has it."""
+        self.path = rewritten(self.server.fake_api.rewrites, self.path)
+        if self.server.fake_api.static is None or not self.sent_static_file():
+            super().handle_api_request()
+
+    do_GET = do_HEAD = do_POST = do_PUT = do_PATCH = do_DELETE = do_OPTIONS = handle_api_request
+
+    def sent_static_file(self):
+        """Send the file of --static's folder a GET asks for, if any: its index.html at /,
+        and the explorer at /__explorer instead. Whether it was sent."""
+        path, mark, query = self.path.partition("?")
+        if path == "/__explorer":
+            self.path = "/" + mark + query
+        if self.command not in ("GET", "HEAD") or path != "/" and find_route(
+                self.server.routes, path)[0] is not None:
+            return False
+        found = static_file(self.server.fake_api.static, path)
+        try:
+            with open(found or "", "rb") as file:
+                body = file.read()
+        except OSError:  # none, or none that can be read: the 404 of a path with nothing
+            return False
+        self.respond(HTTPStatus.OK, body, static_type(found))
+        return True
 
     @classmethod
     def keyed_paths(cls, resources):
@@ -2897,7 +3022,7 @@ class FakeApi:
     users=), of the resources it serves."""
 
     def __init__(self, delay=0, fail_rate=0.0, fake_users=0, load=None, users=None,
-                 resources=None):
+                 resources=None, routes=None, static=None):
         low, high = (delay, delay) if isinstance(delay, int) else delay
         if not 0 <= low <= high <= MAX_DELAY:
             raise ValueError("delay is milliseconds from 0 to %d, or a (min, max) pair of "
@@ -2909,6 +3034,8 @@ class FakeApi:
         if load is not None and users is not None:
             raise ValueError("load reads users from a file, users takes them: give one")
         self.delay, self.fail_rate, self.fake_users = (low, high), fail_rate, fake_users
+        self.rewrites = read_rewrite_rules(routes) if routes else []  # json-server's --routes
+        self.static = static_folder(static) if static else None  # and its --static
         self.resources = list(resources or RESOURCES)
         if load is not None:
             self.items = self.read(read_load_file(load), load)
@@ -2998,6 +3125,95 @@ def wait_for_delay(delay):
     low, high = delay
     if high:
         time.sleep(random.randint(low, high) / 1000)
+
+
+# json-server 0.17's --routes, as express-urlrewrite reads them (with path-to-regexp 1): :name
+# is one segment, * anything, \\? a literal ?; a rule matches the path and query, in any case
+REWRITE_PARTS = re.compile(r"\\(.)|:(\w+)|(\*)|(.)", re.DOTALL)
+
+
+def read_rewrite_rules(path):
+    """The rules of a --routes file, {"/api/*": "/$1", "/blog/:id": "/posts/:id"}, in its
+    order, each as (pattern, names of its groups, target); a ValueError names a mistake."""
+    try:
+        with open(path, "rb") as file:
+            document = json.loads(file.read().decode("utf-8"), object_pairs_hook=ObjectPairs)
+    except OSError as error:
+        raise ValueError("%s: cannot be read: %s" % (path, error.strerror)) from None
+    except ValueError as error:  # UnicodeDecodeError too
+        raise ValueError("%s: is not JSON: %s" % (path, error)) from None
+    if not isinstance(document, ObjectPairs):
+        raise ValueError('%s: is not a JSON object of rules, as {"/api/*": "/$1"}' % path)
+    for source, target in document:
+        if not isinstance(target, str):
+            raise ValueError("%s: the rule %s must rewrite to a string, not %s" % (
+                path, source, describe(target)))
+    return [rewrite_rule(source, target) for source, target in document]
+
+
+def rewrite_rule(source, target):
+    """One rule: the pattern of its source, the names of its groups (None for a *), and
+    its target."""
+    pattern, names = "", []
+    for escaped, name, star, other in REWRITE_PARTS.findall(source):
+        if name or star:
+            names.append(name or None)
+            pattern += "([^/]+?)" if name else "(.*)"
+        else:
+            pattern += re.escape(escaped or other)
+    return re.compile(pattern + "(?:/(?=$))?$", re.IGNORECASE), names, target
+
+
+def rewritten(rules, target):
+    """A request target once each rule that matches it has rewritten it, in turn, as
+    json-server does: in the rule's target, $1 is the first group, :name a named one."""
+    for pattern, names, rewrite_to in rules:
+        match = pattern.match(target)
+        if match:
+            target = re.sub(r"\$([0-9]+)|:(\w+)", lambda part: rewritten_part(
+                match, names, *part.groups()) or "", rewrite_to)
+    return target
+
+
+def rewritten_part(match, names, number, name):
+    """What $1 or :name in a rule's target stands for, or None."""
+    if number is not None:
+        return match.group(int(number)) if int(number) <= len(names) else None
+    return match.group(names.index(name) + 1) if name in names else ":" + name
+
+
+def static_folder(path):
+    """--static's folder, with every link resolved; a ValueError if it is no folder."""
+    if not os.path.isdir(path):
+        raise ValueError("%s: is not a folder, for --static" % path)
+    return os.path.realpath(path)
+
+
+def static_file(folder, path):
+    """The file in the folder a path names, or None: never one outside it, by .., by an
+    encoded slash (%2F, %5C) or by a link, and never a hidden one (.env)."""
+    lowered = path.lower()
+    if "%2f" in lowered or "%5c" in lowered or "\\" in path:
+        return None
+    try:
+        names = unquote(path, errors="strict").split("/")
+    except UnicodeDecodeError:
+        return None
+    if any(name.startswith(".") or "\0" in name for name in names):
+        return None
+    found = os.path.realpath(os.path.join(folder, *names))  # every link resolved
+    if os.path.isdir(found):
+        found = os.path.realpath(os.path.join(found, "index.html"))
+    inside = os.path.commonpath([folder, found]) == folder
+    return found if inside and os.path.isfile(found) else None
+
+
+def static_type(path):
+    """A file's Content-Type, as its name says; text in UTF-8."""
+    media_type = mimetypes.guess_type(path)[0] or "application/octet-stream"
+    textual = media_type.startswith("text/") or media_type in ("application/javascript",
+                                                                "application/json")
+    return media_type + ("; charset=utf-8" if textual else "")
 
 
 # A singular resource: json-server serves "profile": {...} as one item at /profile
@@ -3151,7 +3367,8 @@ def inferred_fields(entries, collections, declared=None):
             kind, refers_to = "integer", key[:-2] + "s"
         fields.append(Field(key, kind,
                             required=declared is None and len(given) == len(values) > 0,
-                            refers_to=refers_to, example=given[0] if given and kind != "json"
+                            refers_to=refers_to, searched=kind in ("string", "json"),
+                            example=given[0] if given and kind != "json"
                             else None,
                             max_length=MAX_LOADED_LENGTH if kind == "string" else None))
         fields[-1].inferred = True  # read off a file: the database keeps it (--db)
@@ -3621,9 +3838,12 @@ class DialectHandler(UsersHandler):
         pairs = query_pairs(query_string)
         self.dialect = None if in_our_parameters(self.resource, pairs) else DialectQuery(
             self.resource, pairs)
-        if self.dialect is None:
-            return super().read_list_query(query_string)
-        return self.dialect.list_query(), self.dialect.kept
+        query, kept = super().read_list_query(query_string) if self.dialect is None else (
+            self.dialect.list_query(), self.dialect.kept)
+        if lists_as_json_server(self.resource) and not any(
+                name in SIZED_BY for name, _ in pairs):  # json-server has no default page
+            query = query._replace(limit=EVERY_ITEM)
+        return query, kept
 
     def render_page(self, query, total, items):
         """A page in the shape the dialect's clients read: 1.0's per-page object."""
@@ -3635,10 +3855,30 @@ class DialectHandler(UsersHandler):
     def page_headers(self, query, total, items, kept):
         """react-admin's simple-rest reads which items it got in Content-Range."""
         headers = super().page_headers(query, total, items, kept)
+        if lists_as_json_server(self.resource):  # no page, no links; else whole URLs
+            headers = [(name, value) for name, value in headers if name != "Link"] + ([(
+                "Link", page_links(self.url_base() + (self.related.path or self.resource.path),
+                                   query, total, kept))] if query.limit != EVERY_ITEM else [])
         if self.dialect is not None and self.dialect.content_range:
             headers.append(("Content-Range", content_range(
                 self.resource.collection, query.offset, len(items), total)))
         return headers
+
+    def url_base(self):
+        """http://HOST of this request, as its Host names it, for json-server's whole URLs."""
+        return "http://" + (self.headers.get("Host") or "%s:%d" % self.server.server_address[:2])
+
+
+# json-server lists every item unless a page is asked for: a limit beyond any list, whose
+# end still fits a slice (sys.maxsize); and the parameters that ask for a page's size
+EVERY_ITEM = MAX_ID // 2
+SIZED_BY = ("limit", "_limit", "_end", "_page", "_per_page", "range")
+
+
+def lists_as_json_server(resource):
+    """Whether a resource was read off a json-server db.json, so that its list, its links
+    and its _like are json-server's."""
+    return getattr(resource, "inferred", False)
 
 
 def in_our_parameters(resource, pairs):
@@ -3657,16 +3897,150 @@ TEXT_TESTS = {"contains": operator.contains, "startsWith": str.startswith, "ends
 class DialectMemoryStore(MemoryStore):
     """MemoryStore whose filters make every test the dialects ask for."""
 
+    def passes(self, item, query):
+        """Also the filters on a key inside a json field (address.city), and q through a
+        json field's objects and arrays."""
+        if not self.resource.from_json:  # no json field: nothing nested
+            return super().passes(item, query)
+        position = self.resource.position
+        nested = [each for each in query.filters if each.field not in position]
+        own = query._replace(filters=tuple(each for each in query.filters
+                                           if each.field in position), q=None)
+        return super().passes(item, own) and all(
+            passes_as_json_server(value_at(item[position[field.partition(".")[0]]],
+                                           field.split(".")[1:]), test, values)
+            for field, test, values in nested) and (
+            query.q is None or has_text_inside(self.resource, item, query.q))
+
     def passes_filter(self, value, field, test, values):
         """ne, the orders and the text tests, besides the core's eq; a none passes none of
         them, as NULL passes no comparison in SQL."""
         if value is None:
             return False
+        if test == "like":
+            return passes_as_json_server(value, test, values)
         if test in ("eq", "ne"):
             return super().passes_filter(value, field, "eq", values) == (test == "eq")
         if test in ORDER_TESTS:
             return ORDER_TESTS[test](value, values[0])
         return TEXT_TESTS[test](value.casefold(), values[0].casefold())
+
+
+def value_at(value, keys):
+    """The value at these keys inside a JSON value (geo, lat), or None; as lodash's get,
+    which json-server uses, a digit key is an array's index (tags.0)."""
+    for key in keys:
+        if isinstance(value, list) and DIGITS.fullmatch(key) and int(key) < len(value):
+            value = value[int(key)]
+        else:
+            value = value.get(key) if isinstance(value, dict) else None
+    return value
+
+
+def as_javascript_text(value):
+    """A JSON value as JavaScript's toString() writes it, which json-server compares: an
+    array's members with commas between them."""
+    if isinstance(value, list):
+        return ",".join("" if member is None else as_javascript_text(member) for member in value)
+    if isinstance(value, dict):
+        return "[object Object]"
+    return value if isinstance(value, str) else JSON_ENCODER.encode(value)
+
+
+def passes_as_json_server(value, test, values):
+    """Whether a value passes a test as json-server 0.17 tests it: as text; _like as a
+    regular expression ignoring case; an order as numbers when both are numbers, as a
+    string of digits may be ("-37.3159"), else as text. A none passes nothing."""
+    if value is None:
+        return False
+    text = as_javascript_text(value)
+    if test in ("eq", "in", "ne"):
+        return (text in values) == (test != "ne")
+    if test == "like":
+        return re.search(values[0], text, re.IGNORECASE) is not None
+    if test in TEXT_TESTS:
+        return TEXT_TESTS[test](text.casefold(), values[0].casefold())
+    number, wanted = number_from_text(text), number_from_text(values[0])
+    if number is not None and wanted is not None:
+        return ORDER_TESTS[test](number, wanted)
+    return ORDER_TESTS[test](text, values[0])
+
+
+def has_text_inside(resource, item, text):
+    """Whether a searched field has the text, looking through a json field's objects and
+    arrays, casefolded as q is."""
+    wanted = text.casefold()
+    return any(wanted in found.casefold() for name in resource.searched
+               for found in strings_in(item[resource.position[name]]))
+
+
+def strings_in(value):
+    """The strings in a JSON value, its objects' and arrays' included."""
+    if isinstance(value, str):
+        return [value]
+    members = value.values() if isinstance(value, dict) else value if isinstance(
+        value, list) else ()
+    return [found for member in members for found in strings_in(member)]
+
+
+MAX_PATTERN = 200  # characters in a _like's regular expression
+BRACES = re.compile(r"\{(?:[0-9]+,?[0-9]*|,[0-9]+)\}")  # a quantifier: {2}, {2,}, {2,5}, {,5}
+
+
+def check_pattern(name, pattern):
+    """A 400 for a _like that could hold a thread for minutes (ReDoS): a pattern longer
+    than 200 characters, one that is not a regular expression, or a quantified group inside a
+    quantified group, as (a+)+, which a backtracking matcher tries in ways that double with
+    each character."""
+    if len(pattern) > MAX_PATTERN:
+        raise BadQuery("%s is a regular expression of %d characters; at most %d are taken."
+                       % (printable(name), len(pattern), MAX_PATTERN))
+    try:
+        re.compile(pattern)
+    except re.error as error:
+        raise BadQuery("%s is not a regular expression: %s." % (printable(name), error)) from None
+    if has_nested_quantifier(pattern):
+        raise BadQuery("%s is a regular expression with a quantified group inside a quantified "
+                       "group, which can take minutes to match; write it without one."
+                       % printable(name))
+
+
+def has_nested_quantifier(pattern):
+    """Whether a pattern quantifies a group that holds a quantifier: (a+)+, ((ab){2})*."""
+    inside = [False]  # for each group open: whether a quantifier is in it
+    index, after_such_group = 0, False
+    while index < len(pattern):
+        char, quantifier = pattern[index], None
+        if char == "\\":
+            index += 1  # the escaped character is a literal
+        elif char == "[":
+            index = end_of_class(pattern, index)
+        elif char == "(":
+            inside.append(False)
+            index += pattern.startswith("?", index + 1)  # (?:, (?P<...: no quantifier
+        elif char == ")" and len(inside) > 1:
+            held = inside.pop()
+            inside[-1] = inside[-1] or held
+            index += 1
+            after_such_group = held
+            continue
+        elif char in "*+?" or (char == "{" and BRACES.match(pattern, index)):
+            quantifier = True
+        if quantifier and after_such_group and char != "?":  # (a+)? repeats nothing
+            return True
+        inside[-1] = inside[-1] or bool(quantifier)
+        after_such_group = False
+        index += 1
+    return False
+
+
+def end_of_class(pattern, start):
+    """The index of the ] that ends a character class opened at start ([^]a] holds ])."""
+    index = start + 1 + pattern.startswith("^", start + 1)
+    index += pattern.startswith("]", index)
+    while index < len(pattern) and pattern[index] != "]":
+        index += 1 + (pattern[index] == "\\")
+    return index
 
 
 class DialectQuery:
@@ -3759,7 +4133,7 @@ class DialectQuery:
             values = wanted if isinstance(wanted, list) else [wanted]
             if field == "q" and isinstance(wanted, str) and wanted:
                 self.q.append(wanted)
-            elif field in self.resource.sorted_by and all(
+            elif (field in self.resource.sorted_by or is_nested_key(self.resource, field)) and all(
                     type(value) in (str, int, bool) for value in values):
                 self.add_filter("filter", field, "eq", [
                     value if isinstance(value, str) else JSON_ENCODER.encode(value)
@@ -3772,7 +4146,11 @@ class DialectQuery:
 
     def add_filter(self, name, field, test, values):
         """Keep a filter; the values of an equality named again are any of them."""
-        values = [dialect_value(self.resource, name, field, value) for value in values]
+        if test == "like":
+            check_pattern(name, values[0])
+        position = self.resource.position  # a pattern's, a nested key's: compared as text
+        values = [dialect_value(self.resource, name, field, value)
+                  if field in position and test != "like" else value for value in values]
         if test in ("eq", "in"):
             self.any_of.setdefault((field, name), []).extend(values)
         else:
@@ -3841,10 +4219,21 @@ def parameter_kind(resource, name):
     field, colon, test = name.partition(":")
     if not colon:
         field, test = split_suffix(name)
-    if field in resource.sorted_by and test in COLON_TESTS and not (test in TEXT_TESTS and (
+        if test == "contains" and lists_as_json_server(resource):
+            test = "like"  # json-server 0.17's _like: a regular expression
+    elif test not in COLON_TESTS:
+        return None
+    if is_nested_key(resource, field):  # json-server's address.city
+        return field, test
+    if field in resource.sorted_by and not ((test in TEXT_TESTS or test == "like") and (
             field == "id" or resource.fields_by_name[field].type != "string")):
         return field, test
     return None
+
+
+def is_nested_key(resource, name):
+    """Whether a name is a key inside a json field, as address.city is inside address."""
+    return "." in name and name.partition(".")[0] in resource.from_json
 
 
 def split_suffix(name):
@@ -4272,7 +4661,7 @@ function bind() {  // the list's and the form's controls: again when another res
 }
 
 async function explore(name) {  // another resource: its list and form, from its own page
-  const response = await fetch("/?resource=" + encodeURIComponent(name), { headers: { Accept: "text/html" } });
+  const response = await fetch(location.pathname + "?resource=" + encodeURIComponent(name), { headers: { Accept: "text/html" } });
   const page = new DOMParser().parseFromString(await response.text(), "text/html");
   for (const id of ["list-title", "edit-title"]) {
     const part = "section[aria-labelledby=" + id + "]";
@@ -4282,7 +4671,7 @@ async function explore(name) {  // another resource: its list and form, from its
   for (const part of ["title", "h1", "#store"]) {
     document.querySelector(part).textContent = page.querySelector(part).textContent;
   }
-  history.replaceState(null, "", "/?resource=" + encodeURIComponent(name));
+  history.replaceState(null, "", location.pathname + "?resource=" + encodeURIComponent(name));
   readResource();
   opened = { id: "", tag: null, format: null };
   bind();
@@ -4687,7 +5076,8 @@ class Words:
     the schema User; under a parent, /users/{id}/todos gives listUserTodos."""
 
     def __init__(self, resource, parent=None, resources=()):
-        self.referred = bool(referrers(resource, resources))  # a delete may be a 409
+        self.referring = [child.collection for child, _ in referrers(resource, resources)]
+        self.referred = bool(self.referring)  # a delete may be a 409, and take _dependent
         self.nested = ("404",) if parent else ()  # the parent may not be there
         prefix = camel_case(re.findall("[A-Za-z0-9]+", parent[0].item)) if parent else ""
         self.resource, self.path, self.tag = resource, resource.path, resource.collection
@@ -4814,6 +5204,13 @@ PREFER = {"name": "Prefer", "in": "header", "schema": TEXT, "example": "return=m
           "description": "return=minimal: answer 204 without the deleted item (RFC 7240)"}
 
 
+def dependent_parameter(referring):
+    """DELETE's _dependent, for a resource that others refer to."""
+    return {"name": "_dependent", "in": "query", "schema": TEXT, "example": ",".join(referring),
+            "description": "delete the items of these resources that refer to this one with "
+                           "it, all or none (json-server 1.0's); without it, a 409 if any do"}
+
+
 def list_parameters(resource):
     """The query parameters of a resource's list, in its list_parameters' order; one the
     list takes that nothing here describes is a plain string."""
@@ -4867,7 +5264,7 @@ RESOURCE_OPERATIONS = {  # a resource's action -> what the document says of it, 
     "list": lambda w: described(
         "list" + w.Items, "List %s, a page at a time" % w.items, w.tag, {"200": {
             "description": "A page of " + w.items, "content": body_content(json_schema_ref(
-                w.Schema + "List")), "headers": header_refs("X-Total-Count", "Link", "Vary")}},
+                w.Schema + "List")), "headers": header_refs(*list_headers(w.resource))}},
         ("400", "401", "503", "406") + w.nested, parameters=list_parameters(w.resource),
         head=("head" + w.Items, "The list's headers", describe_action("headList", w)),
         description=describe_action("list", w)),
@@ -4900,8 +5297,9 @@ RESOURCE_OPERATIONS = {  # a resource's action -> what the document says of it, 
                 "Vary"), "content": body_content(json_schema_ref(w.Schema))},
             "204": {"description": "Deleted, with Prefer: return=minimal",
                     "headers": header_refs("Preference-Applied")}},
-        ("401", "503", "404", "406", "412", "507") + (("409",) if w.referred else ()),
-        parameters=[IF_MATCH, PREFER],
+        ("401", "503", "404", "406", "412", "507") + (("400", "409") if w.referred else ()),
+        parameters=[IF_MATCH, PREFER] + ([dependent_parameter(w.referring)] if w.referred
+                                         else []),
         description=describe_action("destroy", w)),
 }
 RESOURCE_OPERATIONS.update(  # a singular resource's one item: /profile
@@ -4939,6 +5337,11 @@ OPERATIONS = {  # the handler method that answers a verb -> what the document sa
 }
 OPTIONS_IDS = {"/": "optionsIndex", "/openapi.json": "optionsOpenApi", "/db": "optionsDb",
                "/__admin/reset": "optionsReset", "/__admin/requests": "optionsRequests"}
+
+
+def list_headers(resource):
+    """The headers of every list: json-server's lists send Link only with a page asked for."""
+    return ("X-Total-Count",) + (() if lists_as_json_server(resource) else ("Link",)) + ("Vary",)
 
 
 def openapi_components(paths, resources):
@@ -5147,7 +5550,8 @@ class FastHandler(EdgeHandler):
         page again and again, and rendering 100 users costs more than all the rest of the
         request. A write makes a new count, so no page outlives it. Measured: GET /users at
         3.58 times the req/s."""
-        key = (self.path, self.format, self.server.changes())  # the path holds the query
+        key = (self.path, self.headers.get("Host"), self.format,  # the path holds the query;
+               self.server.changes())  # json-server's page links, the Host
         kept = self.server.pages
         return kept.get(key) or kept.keep(key, super().page(query_string))
 
@@ -5579,12 +5983,15 @@ def render_user(user, fmt):
 def make_server(host=DEFAULT_HOST, port=DEFAULT_PORT, *, db=None, api_key=None, cors=None,
                 max_body=DEFAULT_MAX_BODY, quiet=False, timeout=DEFAULT_IDLE_TIMEOUT,
                 allow_host=(), plain=False, delay=0, fail_rate=0.0, fake_users=0, load=None,
-                users=None, resources=None, file=None, read_only=False):
+                users=None, resources=None, file=None, read_only=False, no_cors=False,
+                routes=None, static=None):
     """Return a bound DefaultServer, not yet serving: call serve_forever(). plain=True
-    leaves out the speed-ups. cors is an origin, a list of them, or "*". delay to users are
-    the fake API's options. resources: the Resources served, RESOURCES when None. file: a
+    leaves out the speed-ups. cors is an origin, a list of them, or "*", besides the
+    loopback origins that no_cors=True refuses. delay to users, routes and static are the
+    fake API's options. resources: the Resources served, RESOURCES when None. file: a
     db.json to serve and keep, as json-server does; read_only: writes are 405s."""
-    fake_api = FakeApi(delay, fail_rate, fake_users, load, users, resources)  # ValueError
+    fake_api = FakeApi(delay, fail_rate, fake_users, load, users, resources,  # ValueError
+                       routes=routes, static=static)
     db_file = file and serve_file(fake_api, file, db, plain)
     server_class = PlainServer if plain else DefaultServer
     if db:
@@ -5600,7 +6007,7 @@ def make_server(host=DEFAULT_HOST, port=DEFAULT_PORT, *, db=None, api_key=None, 
                 stores.append((PlainMemoryStore if plain else DefaultMemoryStore)(
                     fake_api.starting_items(resource), resource, stores[0] if stores else None))
         return server_class((host, port), stores, api_key=api_key, cors=cors,
-                            max_body=max_body, quiet=quiet, timeout=timeout,
+                            no_cors=no_cors, max_body=max_body, quiet=quiet, timeout=timeout,
                             allow_host=allow_host, fake_api=fake_api, db_file=db_file,
                             read_only=read_only)
     except BaseException:
@@ -5711,9 +6118,9 @@ def parse_arguments(argv):
     parser = argparse.ArgumentParser(
         description="A users REST API (JSON and XML) on the Python standard library.",
         epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--host", default=DEFAULT_HOST,
+    parser.add_argument("--host", "-H", default=DEFAULT_HOST,
                         help="address to listen on, as --host 0.0.0.0 (default: %(default)s)")
-    parser.add_argument("--port", type=port_number, default=DEFAULT_PORT,
+    parser.add_argument("--port", "-p", type=port_number, default=DEFAULT_PORT,
                         help="port to listen on, 0 for any free one (default: %(default)s)")
     parser.add_argument("--db", metavar="PATH",
                         help="keep the resources in this SQLite file, as --db users.db "
@@ -5726,7 +6133,7 @@ def parse_arguments(argv):
                              "as --cors http://localhost:5173 (repeatable)")
     parser.add_argument("--max-body", type=byte_count, default=DEFAULT_MAX_BODY, metavar="BYTES",
                         help="largest request body accepted (default: %(default)s)")
-    parser.add_argument("--quiet", action="store_true",
+    parser.add_argument("--quiet", "-q", action="store_true",
                         help="do not log a line per request on stderr")
     parser.add_argument("--allow-host", action="append", default=[], metavar="NAME",
                         help="answer requests for this host name too, as --allow-host "
@@ -5734,7 +6141,8 @@ def parse_arguments(argv):
                              "it: localhost and IP addresses only, against DNS rebinding")
     add_fake_api_arguments(parser)
     add_file_arguments(parser)
-    return parser.parse_args(argv)
+    add_json_server_arguments(parser)
+    return check_json_server_arguments(parser, parser.parse_args(argv))
 
 
 def add_file_arguments(parser):
@@ -5752,7 +6160,7 @@ def add_fake_api_arguments(parser):
     """The command line's options for a fake API."""
     fake = parser.add_argument_group("a fake API, for front ends and test suites (on every "
                                      "resource)")
-    fake.add_argument("--delay", type=milliseconds, default=(0, 0), metavar="MS[-MS]",
+    fake.add_argument("--delay", "-d", type=milliseconds, default=(0, 0), metavar="MS[-MS]",
                       help="answer each request that many milliseconds late, or a random "
                            "time in a range: --delay 300, --delay 100-500")
     fake.add_argument("--fail-rate", type=share, default=0.0, metavar="P",
@@ -5767,6 +6175,47 @@ def add_fake_api_arguments(parser):
                            "([{\"name\": \"Ada\", \"email\": \"ada@example.com\"}], ids optional), "
                            "or with the resources of json-server's db.json ({\"posts\": [...], "
                            "\"profile\": {...}})")
+
+
+class NotDone(argparse.Action):
+    """A json-server option this service does not do: a usage error that names it."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        parser.error("argument %s: json-server's option, not done here: %s" % (
+            "/".join(self.option_strings), self.help))
+
+
+def add_json_server_arguments(parser):
+    """The options json-server's users type, besides those above that share its names."""
+    habits = parser.add_argument_group("json-server's options")
+    habits.add_argument("--no-cors", "--nc", action="store_true",
+                        help="let no browser page on another origin call the API (default: "
+                             "pages from this machine, as http://localhost:5173, may)")
+    habits.add_argument("--routes", "-r", metavar="FILE",
+                        help="rewrite request paths by json-server's rules, as --routes "
+                             "routes.json holding {\"/api/*\": \"/$1\", \"/blog/:id\": "
+                             "\"/posts/:id\"}")
+    habits.add_argument("--static", "-s", metavar="DIR",
+                        help="serve the files of DIR at the paths the API does not take, "
+                             "DIR/index.html at / (the explorer then at /__explorer)")
+    habits.add_argument("--no-gzip", "--ng", action="store_true",
+                        help="taken, and changes nothing: answers are never compressed")
+    for names, why in ((("--config", "-c"), "give the options on the command line"),
+                       (("--middlewares", "-m"), "it runs JavaScript; this is one Python file"),
+                       (("--snapshots", "-S"), "copy the db.json file yourself")):
+        habits.add_argument(*names, action=NotDone, nargs="?", help=why)
+
+
+def check_json_server_arguments(parser, options):
+    """The options, once checked together: a usage error (exit 2) if they contradict."""
+    if options.no_cors and options.cors:
+        parser.error("argument --cors: not allowed with argument --no-cors")
+    return options
+
+
+def json_server_keywords(options):
+    """make_server's keywords for the options of add_json_server_arguments."""
+    return {"no_cors": options.no_cors, "routes": options.routes, "static": options.static}
 
 
 def startup_note(options, server, environment):
@@ -5809,7 +6258,8 @@ def main(argv=None):
                              cors=options.cors, max_body=options.max_body, quiet=options.quiet,
                              allow_host=options.allow_host, delay=options.delay,
                              fail_rate=options.fail_rate, fake_users=options.fake_users,
-                             load=options.load, file=options.file, read_only=options.read_only)
+                             load=options.load, file=options.file, read_only=options.read_only,
+                             **json_server_keywords(options))
     except ValueError as error:  # a --load file with a mistake; what it is, is in the message
         print("rest_users: cannot load %s" % error, file=sys.stderr)
         return 2
