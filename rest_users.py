@@ -5642,11 +5642,15 @@ class FastMemoryStore(ResettableMemoryStore):
 
     def update(self, item_id, change, write=True):
         """The core's update, the old version's unique values freed and the new one's taken."""
+        replaced = []  # the version the change was made to, whatever id the path gave
+
+        def noted_change(current):
+            replaced.append(current)
+            return change(current)
         with self.lock:
-            current = self.items.get(item_id)
-            item = super().update(item_id, change, write)
+            item = super().update(item_id, noted_change, write)
             if write:
-                self.index(current, remove=True)
+                self.index(replaced[-1], remove=True)
                 self.index(item)
             return item
 
