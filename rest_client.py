@@ -66,7 +66,8 @@ FIRST_BACKOFF, MAX_BACKOFF = 0.5, 8.0  # seconds, without a Retry-After
 ASCII_DIGITS = re.compile(r"[0-9]+")  # delay-seconds (RFC 9110 §10.2.3) is DIGIT, ASCII only
 TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # a method or header name (RFC 9110 §5.6.2)
 NON_ASCII = re.compile(r"[^\x00-\x7f]")
-URL_SAFE = "/%:@!$&'()*+,;=?-._~"  # what quote() leaves alone in a path and query
+URL_SAFE = "/%:@!$&'()*+,;=?-._~[]"  # what quote() leaves alone in a path and query:
+# brackets too, as curl, browsers and requests send them (ids[]=1, a PHP or Rails list)
 ACCEPT_ENCODING = "gzip, deflate"  # what the client asks for unless the caller says otherwise
 USER_AGENT = "rest_client.py"
 CHUNK_SIZE = 1 << 20  # bytes read at a time from a reply being saved, and from a file to upload
@@ -2219,7 +2220,7 @@ CURL_OPTIONS = [
     ("--retry-connrefused", False, "retry_connrefused"),
     ("--retry-all-errors", False, "retry_all_errors"),
     ("-C --continue-at", True, "continue_at"), ("-r --range", True, "range"),
-    ("--url", True, "urls[]"),
+    ("--url", True, "urls[]"), ("-g --globoff", False, "globoff"),
 ]
 OPTION_NAMES = {name: (takes_value, dest) for names, takes_value, dest in CURL_OPTIONS
                 for name in names.split()}
@@ -2310,29 +2311,178 @@ def curl_usage():
 def curl_main(argv):
     """Run a curl command line, a transfer for each URL in turn; return curl's exit status,
     the last transfer's, as curl's."""
+    status, line = 0, {}
     try:
         line = parse_curl_line(argv)
         jar = curl_cookie_jar(line)
-        transfers = [CurlTransfer(one, jar) for one in one_per_url(line)]
+        for one in one_per_url(line):  # as curl, a URL's glob is read when its turn comes
+            status = CurlTransfer(one, jar).run()
     except CurlUsage as problem:
-        print("rest_client: %s" % problem, file=sys.stderr)
+        if problem.status == 2:
+            print("rest_client: %s" % problem, file=sys.stderr)
+        elif not line.get("silent") or line.get("show_error"):  # curl's "(3) ..."
+            print("rest_client: (%d) %s" % (problem.status, problem), file=sys.stderr)
         if problem.status == 2:
             print("rest_client: try 'python rest_client.py --help' for the options curl's "
                   "form takes (see the README)", file=sys.stderr)
         return problem.status
-    return [transfer.run() for transfer in transfers][-1]
+    return status
 
 
 def one_per_url(line):
     """The line once for each URL, each with its own output: the n-th -o or -O goes with
-    the n-th URL, as curl pairs them; a URL without one writes to stdout."""
+    the n-th URL, as curl pairs them, and a URL without one writes to stdout; a URL with
+    globs once for each URL it stands for, its -o's #1, #2... made what they took."""
     urls = line_urls(line)
     if not urls:
         raise CurlUsage("no URL specified")
     outputs = line["outputs"] + [(None, None)] * len(urls)
-    return [dict(line, urls=[url], output=name,
-                 remote_name=kind in ("-O", "--remote-name"))
-            for url, (kind, name) in zip(urls, outputs)]
+    for number, (url, (kind, name)) in enumerate(zip(urls, outputs)):
+        parts = [(False, [url])] if line.get("globoff") else glob_parts(url)
+        for each, taken in globbed(parts):
+            yield dict(line, urls=[each], output=name and with_taken(name, taken, len(parts)),
+                       remote_name=kind in ("-O", "--remote-name"), urlnum=number)
+
+
+# -- globs: one URL for many, as curl reads [1-3], [01-10], [a-c], [1-9:2] and {a,b} -------
+
+MAX_GLOB_PARTS = 100  # curl's limit (tool_urlglob.h)
+
+
+def globbed(parts):
+    """The URLs a URL's parts stand for, each with the values its globs took, in curl's
+    order: the last glob turns fastest."""
+    globs = [number for number, (is_glob, _) in enumerate(parts) if is_glob]
+    for choice in itertools.product(*[values for _, values in parts]):
+        yield "".join(choice), [choice[number] for number in globs]
+
+
+def with_taken(name, taken, parts):
+    """An -o name with each #N made what the N-th glob took; a #N with no such glob stays
+    as written, as curl's (tool_urlglob.c counts every part, globs or not, in its check)."""
+    def value(match):
+        """What one #N stands for."""
+        number = int(match.group(1))
+        return taken[number - 1] if 0 < number <= len(taken) and number < parts else (
+            match.group(0))
+    return re.sub(r"#([0-9]+)", value, name)
+
+
+def glob_parts(url):
+    """A URL cut into its parts, as curl's tool_urlglob.c reads it: (False, [text]) for
+    text as written (a "\\" before a bracket or brace escapes it), (True, values) for a glob;
+    CurlUsage with curl's status 3, its words and the column, for one it cannot read."""
+    parts, text, at = [], "", 0
+    while at < len(url):
+        character, skip = url[at], literal_brackets(url, at)
+        if skip:
+            text, at = text + url[at:at + skip], at + skip
+        elif character in "{[":
+            parts += [(False, [text])] if text else []
+            values, at = (glob_set if character == "{" else glob_range)(url, at + 1)
+            parts, text = parts + [(True, values)], ""
+        elif character in "}]":
+            raise glob_error("unmatched close brace/bracket", url, at + 1)
+        else:
+            at += character == "\\" and url[at + 1:at + 2] in ("{", "[", "}", "]")
+            text, at = text + url[at], at + 1
+        if len(parts) >= MAX_GLOB_PARTS:
+            raise glob_error("too many globs", url, at + 1)
+    return parts + ([(False, [text])] if text else [])
+
+
+def literal_brackets(url, at):
+    """How many characters from at are brackets that are no glob: "[]", or an IPv6
+    address ("[::1]"); 0 for none."""
+    if url[at] != "[":
+        return 0
+    if url[at + 1:at + 2] == "]":
+        return 2
+    end = url.find("]", at)
+    if end < 0 or ":" not in url[at:end]:
+        return 0
+    import ipaddress
+    try:
+        ipaddress.IPv6Address(url[at + 1:end].partition("%")[0])
+    except ValueError:
+        return 0
+    return end + 1 - at
+
+
+def glob_set(url, start):
+    """The values of {a,b,...} whose first is at start, and where the URL goes on."""
+    values, value, at = [], "", start
+    while True:
+        character = url[at:at + 1]
+        if not character:
+            raise glob_error("unmatched brace", url, start)
+        if character in "{[":
+            raise glob_error("nested brace", url, at + 1)
+        if character == "]":
+            raise glob_error("unexpected close bracket", url, at + 1)
+        if character == "}" and at == start:
+            raise glob_error("empty string within braces", url, at + 1)
+        if character in ",}":
+            values.append(value)
+            if character == "}":
+                return values, at + 1
+            value, at = "", at + 1
+            continue
+        at += character == "\\" and at + 1 < len(url)
+        value, at = value + url[at], at + 1
+
+
+def glob_range(url, start):
+    """The values of [1-3], [01-10], [a-c] or [1-9:2] whose text starts at start, and where
+    the URL goes on; CurlUsage (3), at the column curl names, for a range it cannot read."""
+    if re.match("[A-Za-z]", url[start:start + 1]):
+        values, read = letter_range(url[start:])
+    elif re.match("[0-9]", url[start:start + 1]):
+        values, read = number_range(url[start:])
+    else:
+        raise glob_error("bad range specification", url, start + 1)
+    if values is None:  # curl names the column after what it read
+        raise glob_error("bad range", url, start + 1 + read)
+    return values, start + read
+
+
+def letter_range(text):
+    """[a-c] or [a-e:2], without its "[": the letters (None for a range curl finds bad),
+    and how far curl reads it."""
+    match = re.match(r"(.)-(.)(?:\]|:([0-9]+)\])", text, re.DOTALL)
+    if not match:
+        return None, 0
+    low, high, step = ord(match.group(1)), ord(match.group(2)), int(match.group(3) or 1)
+    if high - low > ord("z") - ord("a") or not good_range(low, high, step):
+        return None, match.end()
+    return [chr(code) for code in range(low, high + 1, step)], match.end()
+
+
+def number_range(text):
+    """[1-3], [01-10] or [1-9:2], without its "[": the numbers, padded with zeros as wide
+    as the first is written when it starts with 0 (None for a range curl finds bad), and
+    how far curl reads it."""
+    head = re.match(r"([0-9]+)-[ \t]*", text)
+    tail = head and re.compile(r"([0-9]+)(:([0-9]*))?(\])?").match(text, head.end())
+    if not tail or not tail.group(4):
+        return None, 0 if not head else tail.start(3) if tail and tail.group(2) else head.end()
+    low, high = int(head.group(1)), int(tail.group(1))
+    step = int(tail.group(3) or 0) if tail.group(2) else 1
+    width = len(head.group(1)) if head.group(1).startswith("0") else 0
+    if not good_range(low, high, step):
+        return None, tail.end()
+    return ["%0*d" % (width, number) for number in range(low, high + 1, step)], tail.end()
+
+
+def good_range(low, high, step):
+    """Whether curl takes a range from low to high by step."""
+    return step > 0 and (step == 1 if low == high else low < high and step <= high - low)
+
+
+def glob_error(words, url, column):
+    """curl's error for a glob it cannot read: its words, the URL, and a caret under the
+    column (counted from 1)."""
+    return CurlUsage("%s in URL position %d:\n%s\n%*s^" % (words, column, url, column - 1, " "), 3)
 
 
 class CurlTransfer:

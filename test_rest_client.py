@@ -3870,3 +3870,98 @@ def test_a_large_upload_streams_from_its_file(servers, tmp_path, memory_limit, b
     status, first, count, peak = measured(line % path, servers, str(tmp_path))
     assert (status, first) == (0, b"%d %08x\n" % (UPLOAD * MIB, crc))
     assert peak < memory_limit
+
+
+# -- c-cli-a: curl's globs, -w's variables, TLS after a redirect, retries, resume, bytes ------
+
+def echoed(*paths):
+    """What the recording server's echo answers to GETs of paths, one after the other."""
+    return b"".join(b"GET %s\n" % path.encode() for path in paths)
+
+
+def test_cli_a_glob_fetches_each_url_it_stands_for_in_curls_order(servers):
+    result = run_cli("-s", servers.here.url + "/echo/{a,b}/[1-2]")
+    assert (result.returncode, result.stderr) == (0, b"")
+    assert result.stdout == echoed("/echo/a/1", "/echo/a/2", "/echo/b/1", "/echo/b/2")
+
+
+@pytest.mark.parametrize("glob, paths", [
+    ("[01-10:3]", ["01", "04", "07", "10"]),  # padded as the first number is written
+    ("[a-e:2]", ["a", "c", "e"]),
+    ("[8-10]", ["8", "9", "10"]),
+    ("{x,,y}", ["x", "", "y"]),  # an empty value is one too
+    ("\\[1-2\\]", ["[1-2]"]),  # escaped: sent as written
+    ("[]", ["[]"]),  # empty brackets are no glob
+])
+def test_cli_glob_ranges_steps_padding_and_sets_as_curl_reads_them(servers, glob, paths):
+    result = run_cli("-s", servers.here.url + "/echo/" + glob)
+    assert result.stdout == echoed(*["/echo/" + path for path in paths])
+
+
+def test_cli_output_names_take_what_each_glob_took(servers, tmp_path):
+    result = run_cli("-s", "-o", str(tmp_path / "copy_#2_#1_#3.txt"),
+                     servers.here.url + "/echo/{a,b}/[1-2]")
+    assert result.returncode == 0
+    assert {path.name: path.read_bytes() for path in tmp_path.iterdir()} == {
+        "copy_%s_%s_#3.txt" % (number, letter): b"GET /echo/%s/%s\n" % (
+            letter.encode(), number.encode()) for letter in "ab" for number in "12"}
+
+
+def test_cli_remote_names_for_each_globbed_url_and_each_o(servers, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = run_cli("-s", "-O", servers.here.url + "/echo/f[1-2].txt", "-O",
+                     servers.here.url + "/echo/g.txt", servers.here.url + "/echo/last")
+    assert (result.returncode, result.stdout) == (0, b"GET /echo/last\n")
+    assert {path.name: path.read_bytes() for path in tmp_path.iterdir()} == {
+        name: b"GET /echo/%s\n" % name.encode() for name in ("f1.txt", "f2.txt", "g.txt")}
+
+
+@pytest.mark.parametrize("path, message", [
+    ("[1-3", "bad range in URL position %d:\n%s\n%*s^"),
+    ("[3-1]", "bad range in URL position %d:\n%s\n%*s^"),
+    ("[1-3:0]", "bad range in URL position %d:\n%s\n%*s^"),
+    ("[a-3]", "bad range in URL position %d:\n%s\n%*s^"),
+    ("{a", "unmatched brace in URL position %d:\n%s\n%*s^"),
+    ("{a,{b}}", "nested brace in URL position %d:\n%s\n%*s^"),
+    ("{}", "empty string within braces in URL position %d:\n%s\n%*s^"),
+    ("a]", "unmatched close brace/bracket in URL position %d:\n%s\n%*s^"),
+    ("[-]", "bad range specification in URL position %d:\n%s\n%*s^"),
+])
+def test_cli_a_glob_curl_cannot_read_is_its_error_3_and_nothing_is_sent(servers, path,
+                                                                        message):
+    reset(servers)
+    url = servers.here.url + "/echo/" + path
+    result = run_cli("-S", "-s", url)
+    assert (result.returncode, result.stdout, servers.received) == (3, b"", [])
+    column = {"[1-3": 4, "[3-1]": 6, "[1-3:0]": 8, "[a-3]": 6, "{a": 1, "{a,{b}}": 4,
+              "{}": 2, "a]": 2, "[-]": 2}[path] + len(servers.here.url + "/echo/")
+    assert result.stderr == ("rest_client: (3) " + message % (column, url, column - 1, " ")
+                             + "\n").encode()
+
+
+def test_cli_globoff_sends_brackets_and_braces_as_written(servers):
+    result = run_cli("-s", "-g", servers.here.url + "/echo/[1-2]?ids[]=1")
+    assert (result.returncode, result.stdout) == (0, b"GET /echo/[1-2]?ids[]=1\n")
+
+
+# The table above, continued: more of curl's lines, each run by curl and by the client (the
+# table's test reads CURL_LINES when the tests are collected, after this module has run).
+CURL_LINES.extend(lines(
+    # globs: each URL a glob stands for, in curl's order; several URLs and -O's on a line
+    "-s '$URL/echo/[1-3]'",
+    "-s '$URL/echo/file[01-10:3].txt'",
+    "-s '$URL/echo/{a,b}/[a-e:2]'",
+    "-s -o 'copy_#1_#2.txt' '$URL/echo/{a,b}/[1-2]'",
+    "-s -o 'same.txt' '$URL/echo/[1-3]' $URL/echo/last",
+    "-s -O '$URL/echo/file[1-3].txt' -O $URL/echo/one.txt",
+    "-s '$URL/echo/[1-2]' $REFUSED/ $URL/echo/last",
+    "-s '$URL/echo/\\[1-2\\]/{x,,y}'",
+    "-s -g '$URL/echo/[1-2]?ids[]=1'",
+    "-s '$URL/echo?ids[]=1&ids[]=2'",
+    "-s -G -d 'ids[]=1' $URL/echo",
+    # a glob curl cannot read: its error 3, and nothing sent
+    "-s '$URL/echo/[1-3'",
+    "-s '$URL/echo/{a,{b}}'",
+    "-s '$URL/echo/[3-1]'",
+    "-s '$URL/echo/a]'",
+))
