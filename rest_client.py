@@ -2527,30 +2527,40 @@ class CurlTransfer:
         return self.finish(response, error, time.monotonic() - started)
 
     def send(self, started):
-        """Send the request, and again while --retry's rules say so; the last result."""
+        """Send the request, and again while --retry's rules say so; the last result. Each
+        failed attempt says so, with -S, as curl's do."""
         trace = CurlTrace() if self.line.get("verbose") else None
         for attempt in itertools.count():
             response, error = self.client.send(self.request(), trace=trace, save_to=self.output)
-            wait = self.retry_wait(response, error, attempt, started)
-            if wait is None:
+            problem = self.retry_problem(response, error, attempt)
+            wait = problem and self.retry_wait(response, attempt, started)
+            if wait is None or not problem:
                 return response, error
-            self.say("Will retry in %g seconds. %d retries left."
-                     % (wait, self.retries - attempt - 1))
+            self.show_failure(*self.failure(response, error))
+            self.warn("Problem %s. Will retry in %d seconds. %d retries left."
+                      % (problem, wait, self.retries - attempt))
             time.sleep(wait)
             self.output.again()
 
-    def retry_wait(self, response, error, attempt, started):
-        """Seconds to wait before sending again, or None to stop, by curl's rules: a
-        timeout, or a 408, 429, 500, 502, 503 or 504 is retried; a refused connection with
-        --retry-connrefused, any error with --retry-all-errors."""
+    def retry_problem(self, response, error, attempt):
+        """Why curl would send again, in its words, or None: a timeout or a name not
+        resolved, a 408, 429, 500, 502, 503 or 504, a refused connection with
+        --retry-connrefused, and any failure with --retry-all-errors."""
         if attempt >= self.retries:
             return None
-        if response is not None:
-            if response.status_code not in RETRIED_STATUSES:
-                return None
-        elif not (isinstance(error, Timeout) or self.line.get("retry_all_errors") or (
-                self.line.get("retry_connrefused") and isinstance(error, CouldNotConnect))):
-            return None
+        if isinstance(error, (Timeout, NameNotResolved, ProxyNotResolved)):
+            return ": timeout"
+        if isinstance(error, CouldNotConnect) and self.line.get("retry_connrefused"):
+            return ": connection refused"
+        if response is not None and response.status_code in RETRIED_STATUSES:
+            return ": HTTP error"
+        if self.line.get("retry_all_errors") and self.failure(response, error)[0]:
+            return "(retrying all errors)"
+        return None
+
+    def retry_wait(self, response, attempt, started):
+        """Seconds to wait before sending again, or None when --retry-max-time is past:
+        --retry-delay, else the reply's Retry-After, else 1 s doubled each time."""
         wait = self.retry_delay
         asked = retry_after(response) if response is not None and not wait else None
         wait = wait or (asked if asked is not None else min(2 ** attempt, 600))
@@ -2561,25 +2571,33 @@ class CurlTransfer:
 
     def finish(self, response, error, elapsed):
         """Write -w's text and the cookie jar; say what failed; the exit status."""
-        status = curl_status(response, error, self.line)
-        message = "" if error is None else str(error)
-        if status == 56 and error is None:  # curl's words for a proxy's refusal
-            message = "CONNECT tunnel failed, response %d" % response.status_code
-        if status == 22 and error is None:
-            message = "The requested URL returned error: %d" % response.status_code
+        status, message = self.failure(response, error)
         if self.line.get("jar") and self.client.settings.cookies is not None:
             save_cookies(self.client.settings.cookies, self.line["jar"])
         if self.line.get("write_out"):
             write_bytes(written_out(self.line["write_out"], response, self, status, message,
                                     elapsed))
-        if status:
-            self.say("(%d) %s" % (status, message))
+        self.show_failure(status, message)
         return status
 
-    def say(self, text):
-        """A line on stderr, unless -s (without -S) silences it."""
-        if not self.silent:
-            print("rest_client: " + text, file=sys.stderr)
+    def failure(self, response, error):
+        """curl's exit status for what came back, and its words for it ("" for none)."""
+        status = curl_status(response, error, self.line)
+        if status == 56 and error is None:  # curl's words for a proxy's refusal
+            return status, "CONNECT tunnel failed, response %d" % response.status_code
+        if status == 22 and error is None:
+            return status, "The requested URL returned error: %d" % response.status_code
+        return status, "" if error is None else str(error)
+
+    def show_failure(self, status, message):
+        """curl's line for a failure, "(22) ...", unless -s (without -S) silences it."""
+        if status and not self.silent:
+            print("rest_client: (%d) %s" % (status, message), file=sys.stderr)
+
+    def warn(self, text):
+        """A warning on stderr, unless -s silences it (-S shows errors, not warnings)."""
+        if not self.line.get("silent"):
+            print("rest_client: warning: " + text, file=sys.stderr)
 
 
 def curl_status(response, error, line):
@@ -2872,20 +2890,28 @@ def curl_credentials(line):
 
 
 def curl_tls(line):
-    """The TLS context --cacert, --capath, --cert, --key and -k ask for, or None; curl's
-    status 77 for a CA it cannot read, 58 for a certificate or key."""
+    """The TLS context --cacert, --capath, --cert, --key and -k ask for, or None, for every
+    https URL the line reaches, a redirect from http included; curl's status 77 for a CA
+    it cannot read, 58 for a certificate or key, when the line names an https URL."""
     if not any(line.get(name) for name in ("cacert", "capath", "cert", "key", "insecure")):
         return None
-    if not any(urlsplit(url).scheme.lower() == "https" for url in line_urls(line)):
-        return None  # curl reads them for https alone
     for name, status in (("cacert", 77), ("capath", 77), ("cert", 58), ("key", 58)):
         if line.get(name) and not os.access(line[name], os.R_OK):
+            if not any(urlsplit(url).scheme.lower() == "https" for url in line_urls(line)):
+                return trusting_nothing()  # curl reads them at a handshake, if one comes
             raise CurlUsage("cannot read --%s %s" % (name, line[name]), status)
     try:
         return tls_context(line.get("cacert"), line.get("capath"), line.get("cert"),
                            line.get("key"), bool(line.get("insecure")))
     except OSError as error:
         raise CurlUsage("cannot use the certificate or key: %s" % error, 58) from None
+
+
+def trusting_nothing():
+    """A TLS context that trusts no certificate: a redirect to https then fails, where the
+    files asked for could not be read, rather than going without them."""
+    import ssl
+    return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
 
 
 def curl_seconds(line, name, default):
@@ -2975,6 +3001,8 @@ class CurlOutput(Download):
         self.last_head, self.hops = response, self.hops + 1
         if self.resume_from and response.status_code == 200:
             self.check_resumable(response)
+        if self.resume_from and response.status_code == 416:  # RFC 9110 §15.5.17: there
+            self.complete_already = True  # is nothing after the end: curl keeps the file
         if self.heads and not response.from_proxy:
             lines = list(head_lines(response)) + [""]
             self.write_bytes(("\r\n".join(lines) + "\r\n").encode("latin-1"))

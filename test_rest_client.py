@@ -3099,6 +3099,9 @@ class RecordingHandler(ReplyingHandler):
             return self.reply(200, data, [("Content-Type", media_type),
                                           ("Accept-Ranges", "bytes")])
         first = int(wanted.group(1))
+        if first >= len(data):  # nothing there to send (RFC 9110 §15.5.17), as nginx says
+            return self.reply(416, b"<html>416</html>\n", [
+                ("Content-Type", "text/html"), ("Content-Range", "bytes */%d" % len(data))])
         last = int(wanted.group(2)) if wanted.group(2) else len(data) - 1
         self.reply(206, data[first:last + 1], [
             ("Content-Type", media_type),
@@ -3964,4 +3967,65 @@ CURL_LINES.extend(lines(
     "-s '$URL/echo/{a,{b}}'",
     "-s '$URL/echo/[3-1]'",
     "-s '$URL/echo/a]'",
+    # resume: a file already whole is left as it is; retries as curl's
+    "-sS -C - -o whole.bin $URL/files/data.bin",
+    "-fsS -C - -o whole.bin -w '%{http_code}' $URL/files/data.bin",
+    "-fsS --retry 1 --retry-all-errors -w '%{http_code}' $URL/status/404",
 ))
+INPUTS["whole.bin"] = DATA_BIN  # for -C -: all of data.bin is there already
+
+
+@pytest.mark.parametrize("trust", [["--cacert", "ca.pem"], ["--capath", "cas"], ["-k"]])
+def test_cli_tls_settings_follow_a_redirect_from_http_to_https(scripted, tls, pki, trust):
+    trust = [{"ca.pem": pki.ca_pem, "cas": pki.cas}.get(word, word) for word in trust]
+    result = run_cli("-fsSL", *trust + [scripted.url + "/redirect/302?to=" + tls.url + "/echo"])
+    assert (result.returncode, result.stderr) == (0, b"")
+    assert json.loads(result.stdout) == ECHO_GET
+
+
+def test_cli_a_client_certificate_follows_a_redirect_to_https(scripted, mutual_tls, pki):
+    result = run_cli("-fsSL", "--cacert", pki.ca_pem, "--cert", pki.client_pem, "--key",
+                     pki.client_key, scripted.url + "/redirect/302?to=" + mutual_tls.url + "/echo")
+    assert (result.returncode, json.loads(result.stdout)) == (0, ECHO_GET)
+
+
+@pytest.fixture
+def waits(monkeypatch):
+    """The waits the command line asks for, none of them waited."""
+    asked = []
+    monkeypatch.setattr(rest_client.time, "sleep", asked.append)
+    return asked
+
+
+def test_cli_retry_all_errors_with_fail_retries_an_http_error_as_curl_does(scripted, waits):
+    url = scripted.url + "/flaky/all-errors?fails=2&status=404"
+    result = run_cli("-fS", "--retry", "5", "--retry-all-errors", url)
+    assert (result.returncode, waits) == (0, [1, 2])
+    assert result.stderr == b"".join(
+        b"rest_client: (22) The requested URL returned error: 404\n"
+        b"rest_client: warning: Problem (retrying all errors). Will retry in %d seconds. "
+        b"%d retries left.\n" % (wait, left) for wait, left in ((1, 5), (2, 4)))
+
+
+def test_cli_retry_warnings_count_as_curls_and_silent_hides_them(scripted, waits):
+    url = scripted.url + "/flaky/counted?fails=1"
+    result = run_cli("--retry", "2", "-o", "-", url)
+    assert (result.returncode, waits) == (0, [1])
+    assert result.stderr == (b"rest_client: warning: Problem : HTTP error. Will retry in 1 "
+                             b"seconds. 2 retries left.\n")
+    result = run_cli("-sS", "--retry", "2", scripted.url + "/flaky/hidden?fails=1")
+    assert (result.returncode, result.stderr) == (0, b"")
+
+
+@pytest.mark.parametrize("fail, status", [([], 0), (["-f"], 22)])
+def test_cli_resume_of_a_file_already_whole_leaves_it_as_it_was(counting, tmp_path, fail,
+                                                                 status):
+    server = counting(lambda number, request: answer(
+        b"<html>416</html>", "416 Range Not Satisfiable", ["Content-Range: bytes */4"]))
+    target = tmp_path / "whole.txt"
+    target.write_bytes(b"data")
+    result = run_cli(*fail + ["-s", "-C", "-", "-o", str(target), "-w", "%{http_code}",
+                              server.url + "/"])
+    assert (result.returncode, result.stdout) == (status, b"416")
+    assert target.read_bytes() == b"data"
+    assert server.requests[-1]["headers"]["range"] == "bytes=4-"
