@@ -113,6 +113,7 @@ class Response(namedtuple("Response", "status_code body headers")):
     saved_size = 0
     version, reason, redirects, header_lines = "HTTP/1.1", "", 0, ()
     from_proxy = False  # a proxy's refusal to open a tunnel (a 407 to CONNECT, say)
+    raw_head = None  # the head's bytes as they came, when a trace was given
 
     @property
     def status_line(self):
@@ -614,6 +615,7 @@ def response_head(reply, url):
     response.url, response.reason, response.header_lines = url, reply.reason, lines
     response.version = "HTTP/1.0" if reply.version == 10 else "HTTP/1.1"
     response.from_proxy = reply.from_proxy
+    response.raw_head = getattr(reply, "raw_head", None)
     return response
 
 
@@ -987,8 +989,10 @@ def or_close(connection, work, *arguments):
 
 
 def send_request(connection, method, target, headers, body, deadline, trace):
-    """Write the request's head and body, and read the reply's head."""
+    """Write the request's head and body, and read the reply's head (kept as it came for a
+    trace)."""
     connection.trace = trace
+    connection.response_class = HeadKeepingReply if trace else Reply
     if connection.sock is None:
         remaining = time_left(deadline)
         connection.timeout = min(remaining, connection.connect_timeout or remaining)
@@ -1055,6 +1059,35 @@ class Reply(http.client.HTTPResponse):
             # and took 1.3 times the CPU
             self.fp.close()
             self.fp = sock.makefile("rb", CHUNK_SIZE)
+
+
+class HeadKeepingReply(Reply):
+    """A reply that keeps its head's bytes as they came, for a trace (curl -i, -v and -D
+    show a head so, its spacing kept), in raw_head: a few calls more than Reply's."""
+
+    def begin(self):
+        """Read the head as http.client does, keeping the last one's lines (after 1xx)."""
+        file, self.fp = self.fp, HeadLines(self.fp)
+        try:
+            super().begin()
+        finally:
+            self.raw_head, self.fp = b"".join(self.fp.lines), file
+
+
+class HeadLines:
+    """A reply's file as http.client reads a head from it, line by line: the lines of the
+    last head are kept."""
+
+    def __init__(self, file):
+        self.file, self.lines = file, []
+
+    def readline(self, limit=-1):
+        """A line, kept; a status line after a blank one starts a new head (after a 1xx)."""
+        line = self.file.readline(limit)
+        if self.lines and self.lines[-1] in (b"\r\n", b"\n"):
+            self.lines = []
+        self.lines.append(line)
+        return line
 
 
 class Connection(http.client.HTTPConnection):
@@ -1754,10 +1787,23 @@ def masked(line):
 
 
 def head_lines(response):
-    """The status line and the header lines of a reply, as received, as curl -i prints them."""
+    """The status line and the header lines of a reply, as received (their spacing too,
+    when the reply kept its head), as curl -i prints them."""
+    if response.raw_head:  # the last two: the blank line's end, and what follows it
+        for line in response.raw_head.decode("latin-1").split("\n")[:-2]:
+            yield line[:-1] if line.endswith("\r") else line
+        return
     yield response.status_line
     for name, value in response.header_lines:
         yield "%s: %s" % (name, value)
+
+
+def received_head(response):
+    """A reply's head, status line to blank line, as bytes as received (as curl -i and -D
+    write it), or, when the reply did not keep it, with CRLF after each line."""
+    if response.raw_head:
+        return response.raw_head
+    return "".join(line + "\r\n" for line in list(head_lines(response)) + [""]).encode("latin-1")
 
 
 # ---------------------------------------------------------------------------------------
@@ -2529,7 +2575,7 @@ class CurlTransfer:
     def send(self, started):
         """Send the request, and again while --retry's rules say so; the last result. Each
         failed attempt says so, with -S, as curl's do."""
-        trace = CurlTrace() if self.line.get("verbose") else None
+        trace = CurlTrace(self.line.get("verbose"))
         for attempt in itertools.count():
             response, error = self.client.send(self.request(), trace=trace, save_to=self.output)
             problem = self.retry_problem(response, error, attempt)
@@ -2733,7 +2779,7 @@ def urlencoded_part(value):
         content = read_input(path)
     else:
         name, content = "", value.encode("utf-8")
-    encoded = quote_plus(content, safe="").encode("ascii")
+    encoded = quote_plus(content, safe="~").encode("ascii")  # ~ as 3.7's quote and curl
     return (name.encode("utf-8") + b"=" + encoded) if name else encoded
 
 
@@ -3004,8 +3050,7 @@ class CurlOutput(Download):
         if self.resume_from and response.status_code == 416:  # RFC 9110 §15.5.17: there
             self.complete_already = True  # is nothing after the end: curl keeps the file
         if self.heads and not response.from_proxy:
-            lines = list(head_lines(response)) + [""]
-            self.write_bytes(("\r\n".join(lines) + "\r\n").encode("latin-1"))
+            self.write_bytes(received_head(response))
 
     def check_resumable(self, response):
         """A whole body where -C asked for the rest: the file is complete already if it is
@@ -3076,12 +3121,17 @@ def resume_headers(line, output):
 
 
 class CurlTrace:
-    """curl -v's lines on stderr: connections, TLS, redirects, and each head."""
+    """curl -v's lines on stderr: connections, TLS, redirects, and each head (with -v)."""
 
-    detailed = True
+    def __init__(self, verbose):
+        self.detailed = verbose
 
     def __call__(self, line):
-        """Show one line."""
+        """Show one line; a head's end in CRLF, its blank line "> " or "< ", as curl's."""
+        if not self.detailed:
+            return
+        if line[:1] in ("<", ">"):
+            line = line[:1] + " " + line[2:] + "\r"
         print(line, file=sys.stderr)
 
 

@@ -3971,6 +3971,9 @@ CURL_LINES.extend(lines(
     "-sS -C - -o whole.bin $URL/files/data.bin",
     "-fsS -C - -o whole.bin -w '%{http_code}' $URL/files/data.bin",
     "-fsS --retry 1 --retry-all-errors -w '%{http_code}' $URL/status/404",
+    # bytes as curl's
+    "-s --data-urlencode 'a=1+2 ~*/-._é' --data-urlencode 'ids[]=1' $URL/echo",
+    "-si $URL/custom -H 'Accept: text/plain'",
 ))
 INPUTS["whole.bin"] = DATA_BIN  # for -C -: all of data.bin is there already
 
@@ -4029,3 +4032,24 @@ def test_cli_resume_of_a_file_already_whole_leaves_it_as_it_was(counting, tmp_pa
     assert (result.returncode, result.stdout) == (status, b"416")
     assert target.read_bytes() == b"data"
     assert server.requests[-1]["headers"]["range"] == "bytes=4-"
+
+
+SPACED = (b"HTTP/1.1 200 OK\r\nContent-Type:text/plain\r\nX-Spaced:   two  words  \r\n"
+          b"Content-Length: 3\r\n\r\nok\n")  # a head as some servers write it
+
+
+def test_cli_include_shows_each_header_line_as_received(counting):
+    server = counting(lambda number, request: SPACED)
+    result = run_cli("-si", server.url + "/")
+    assert (result.returncode, result.stdout) == (0, SPACED)
+
+
+def test_cli_verbose_shows_curls_lines_crlf_ended_with_the_blank_ones(counting):
+    server = counting(lambda number, request: SPACED)
+    result = run_cli("-sv", "-H", "Authorization: Bearer t0k", server.url + "/a")
+    assert result.stdout == b"ok\n"
+    assert result.stderr.split(b"\n", 1)[1] == (
+        b"> GET /a HTTP/1.1\r\n> Host: 127.0.0.1:%d\r\n> User-Agent: rest_client.py\r\n"
+        b"> Accept: */*\r\n> Authorization: Bearer ***\r\n> \r\n< HTTP/1.1 200 OK\r\n"
+        b"< Content-Type:text/plain\r\n< X-Spaced:   two  words  \r\n< Content-Length: 3\r\n"
+        b"< \r\n" % int(server.url.rpartition(":")[2]))
