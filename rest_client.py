@@ -1104,8 +1104,10 @@ class Connection(http.client.HTTPConnection):
 
     def connect(self):
         """Open the TCP connection, the proxy's tunnel and TLS, as the route says."""
+        tell(self.trace, "connecting")
         self.sock = self.open_socket()
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        tell(self.trace, "connected", self.sock)
         if detailed(self.trace):
             self.trace("* Connected to %s (%s) port %d"
                        % (self.host, self.sock.getpeername()[0], self.port))
@@ -1113,6 +1115,7 @@ class Connection(http.client.HTTPConnection):
             open_tunnel(self)
         if self.route.scheme == "https":
             self.sock = start_tls(self.sock, self.route, self.trace)
+            tell(self.trace, "secured")
 
     def open_socket(self):
         """A TCP connection to the host (or proxy); an error naming it when none opens."""
@@ -1138,6 +1141,7 @@ class Connection(http.client.HTTPConnection):
         """Send bytes; the first of a request, its head, is shown to trace."""
         if self.trace:
             trace, self.trace = self.trace, None  # what follows is the body
+            tell(trace, "sending", data)
             show_request_head(data, trace)
         super().send(data)
 
@@ -1165,6 +1169,7 @@ def open_tunnel(connection):
     connection.sock.sendall(("\r\n".join(head) + "\r\n\r\n").encode("latin-1"))
     reply = Reply(connection.sock, method="CONNECT")
     reply.begin()
+    tell(connection.trace, "tunnelled", reply.status)
     if detailed(connection.trace):
         connection.trace("< HTTP/1.%d %d %s" % (reply.version % 10, reply.status, reply.reason))
     if reply.status != 200:
@@ -1756,6 +1761,16 @@ def part_size(value):
 # Showing the exchange, as curl -v does
 # ---------------------------------------------------------------------------------------
 
+def tell(trace, event, *details):
+    """Tell a trace that watches for it what happened: "connecting", "connected" (the
+    socket), "tunnelled" (the proxy's status), "secured" (TLS), "sending" (a request's
+    head), "replied" (a reply's head Response). The command line's -w reports times,
+    addresses and sizes from them."""
+    watcher = getattr(trace, event, None)
+    if watcher is not None:
+        watcher(*details)
+
+
 def detailed(trace):
     """Whether a trace shows connections, TLS and redirects too (curl -v), not only heads."""
     return getattr(trace, "detailed", False)
@@ -1771,6 +1786,7 @@ def show_request_head(data, trace):
 
 def show_reply_head(response, trace):
     """Show the status line and headers of a reply, with its cookies masked."""
+    tell(trace, "replied", response)
     for line in head_lines(response):
         trace("< " + masked(line))
     trace("<")
@@ -2570,14 +2586,15 @@ class CurlTransfer:
             response, error = self.send(started)
         finally:
             self.output.close()
-        return self.finish(response, error, time.monotonic() - started)
+        return self.finish(response, error, time.monotonic() - self.trace.started)
 
     def send(self, started):
         """Send the request, and again while --retry's rules say so; the last result. Each
         failed attempt says so, with -S, as curl's do."""
-        trace = CurlTrace(self.line.get("verbose"))
         for attempt in itertools.count():
-            response, error = self.client.send(self.request(), trace=trace, save_to=self.output)
+            self.trace = CurlTrace(self.line.get("verbose"))  # -w tells of the last attempt
+            response, error = self.client.send(self.request(), trace=self.trace,
+                                               save_to=self.output)
             problem = self.retry_problem(response, error, attempt)
             wait = problem and self.retry_wait(response, attempt, started)
             if wait is None or not problem:
@@ -2621,8 +2638,9 @@ class CurlTransfer:
         if self.line.get("jar") and self.client.settings.cookies is not None:
             save_cookies(self.client.settings.cookies, self.line["jar"])
         if self.line.get("write_out"):
-            write_bytes(written_out(self.line["write_out"], response, self, status, message,
-                                    elapsed))
+            values = write_out_values(response, self, status, message, elapsed)
+            for stream, text in written_out(self.line["write_out"], values, status):
+                write_bytes(text.encode("utf-8", "surrogateescape"), stream)
         self.show_failure(status, message)
         return status
 
@@ -3121,10 +3139,53 @@ def resume_headers(line, output):
 
 
 class CurlTrace:
-    """curl -v's lines on stderr: connections, TLS, redirects, and each head (with -v)."""
+    """curl -v's lines on stderr (with -v): connections, TLS, redirects, and each head; and
+    what -w tells of an exchange: when each step came, in seconds from the start, the
+    addresses, and the bytes of the heads."""
 
     def __init__(self, verbose):
-        self.detailed = verbose
+        self.detailed, self.started, self.times = verbose, time.monotonic(), {}
+        self.remote = self.local = ("", 0)
+        self.connects = self.tunnel = self.replies = 0
+        self.request_size = self.upload_size = self.header_size = 0
+
+    def connecting(self):
+        """A connection opens: its name is looked up as it does (socket.create_connection
+        does both), so the lookup's time is when it began."""
+        self.mark("namelookup")
+
+    def connected(self, sock):
+        """A TCP connection is open (to the proxy, through one)."""
+        self.mark("connect")
+        self.connects += 1
+        self.remote, self.local = sock.getpeername()[:2], sock.getsockname()[:2]
+
+    def tunnelled(self, status):
+        """The proxy answered a CONNECT."""
+        self.tunnel = status
+
+    def secured(self):
+        """The TLS handshake is done."""
+        self.mark("appconnect")
+
+    def sending(self, head):
+        """A request's head goes; its body, of the Content-Length it names, follows."""
+        if self.replies:  # a redirect's request: the hops before took this long
+            self.mark("redirect")
+        self.mark("pretransfer")
+        length = re.search(rb"\r\ncontent-length: *([0-9]+)\r\n", bytes(head), re.I)
+        self.upload_size = int(length.group(1)) if length else 0
+        self.request_size += len(head) + self.upload_size
+
+    def replied(self, response):
+        """A reply's head came."""
+        self.mark("starttransfer")
+        self.replies += 1
+        self.header_size += len(received_head(response))
+
+    def mark(self, step):
+        """Note when a step came."""
+        self.times[step] = time.monotonic() - self.started
 
     def __call__(self, line):
         """Show one line; a head's end in CRLF, its blank line "> " or "< ", as curl's."""
@@ -3135,72 +3196,141 @@ class CurlTrace:
         print(line, file=sys.stderr)
 
 
-WRITE_OUT = r"%%|%\{([a-z_]+)\}|%header\{([^}]*)\}|\\[nrt\\]"  # compiled when first used
+# -w's variables as curl 7.88 has them (tool_writeout.c), in the order %{json} lists them
+WRITE_OUT_VARIABLES = (
+    "certs", "content_type", "errormsg", "exitcode", "filename_effective", "ftp_entry_path",
+    "http_code", "http_connect", "http_version", "local_ip", "local_port", "method",
+    "num_certs", "num_connects", "num_headers", "num_redirects", "proxy_ssl_verify_result",
+    "redirect_url", "referer", "remote_ip", "remote_port", "response_code", "scheme",
+    "size_download", "size_header", "size_request", "size_upload", "speed_download",
+    "speed_upload", "ssl_verify_result", "time_appconnect", "time_connect",
+    "time_namelookup", "time_pretransfer", "time_redirect", "time_starttransfer",
+    "time_total", "url", "url_effective", "urlnum")
+WRITE_OUT_CONTROLS = ("json", "header_json", "onerror", "stdout", "stderr")
+HTTP_VERSIONS = {"HTTP/1.0": "1", "HTTP/1.1": "1.1"}  # as curl names them
+WRITE_OUT = r"%%|%\{([^}]*)\}|%header\{([^}]*)\}|%.|\\."  # compiled when first used
 
 
-def written_out(format_text, response, transfer, status, message, elapsed):
-    """-w's text: its %{variables} filled in, \\n, \\r, \\t and %% as curl reads them;
-    @file (line ends dropped, as curl drops them) or @- for the format itself."""
+def written_out(format_text, values, status):
+    """-w's text as (stream, text) pieces: its %{variables} filled in, \n, \r, \t and %%
+    as curl reads them, what curl does not know left as written; @file (its line ends
+    dropped, as curl drops them) or @- for the format itself. %{stderr} and %{stdout}
+    switch the stream; %{onerror} ends the text unless the transfer failed."""
     if format_text.startswith("@"):
         format_text = read_input(format_text[1:]).decode("utf-8", "replace")
         format_text = format_text.replace("\r", "").replace("\n", "")
-    values = write_out_values(response, transfer, status, message, elapsed)
+    pieces, stream, at = [], "stdout", 0
+    for match in re.finditer(WRITE_OUT, format_text):
+        pieces.append((stream, format_text[at:match.start()]))
+        at, name = match.end(), (match.group(1) or "").lower()
+        if name == "onerror" and not status:
+            return pieces
+        stream = name if name in ("stdout", "stderr") else stream
+        pieces.append((stream, written_value(match, name, values)))
+    return pieces + [(stream, format_text[at:])]
 
-    def filled(match):
-        """What one %{variable}, %header{name}, escape or %% stands for."""
-        text = match.group(0)
-        if text == "%%":
-            return "%"
-        if text.startswith("\\"):
-            return {"\\n": "\n", "\\r": "\r", "\\t": "\t", "\\\\": "\\"}[text]
-        if match.group(2) is not None:  # %header{name}: the last reply's header
-            return header_of(transfer, match.group(2))
-        return str(values.get(match.group(1), ""))
 
-    return re.sub(WRITE_OUT, filled, format_text).encode("utf-8")
+def written_value(match, name, values):
+    """What one %{variable}, %header{name}, escape or %% stands for; curl's warning for a
+    variable it does not know."""
+    text = match.group(0)
+    if match.group(2) is not None:  # %header{name}: the first value, in the last reply
+        return (values["headers"].get(match.group(2)) or [""])[0]
+    if match.group(1) is None:  # %%, \n, \r, \t; another escape stays as written
+        return {"%%": "%", "\\n": "\n", "\\r": "\r", "\\t": "\t"}.get(text, text)
+    if name == "json":
+        return json_of_values(values)
+    if name == "header_json":
+        return header_json(values["headers"])
+    if name in WRITE_OUT_VARIABLES:
+        return value_text(name, values[name])
+    if name not in WRITE_OUT_CONTROLS:
+        print("rest_client: warning: unknown --write-out variable: '%s'" % match.group(1),
+              file=sys.stderr)
+    return ""
+
+
+def value_text(name, value):
+    """A -w value as curl writes it: nothing for none, seconds with six decimals, a status
+    in three digits."""
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return "%.6f" % value
+    return "%03d" % value if name in ("http_code", "response_code", "http_connect") else str(
+        value)
+
+
+def json_of_values(values):
+    """%{json}: every variable, null for none, and curl_version last, as curl writes it."""
+    import json
+    fields = ['"%s":%s' % (name, "null" if values[name] is None else "%.6f" % values[name]
+                            if isinstance(values[name], float) else json.dumps(
+                                values[name], ensure_ascii=False))
+              for name in WRITE_OUT_VARIABLES]
+    return "{%s,\"curl_version\":%s}" % (",".join(fields), json.dumps(USER_AGENT))
+
+
+def header_json(headers):
+    """%{header_json}: the last reply's headers, each name once in lower case with all its
+    values, as curl writes them."""
+    import json
+    return "{%s\n}" % ",\n".join("%s:%s" % (json.dumps(name.lower(), ensure_ascii=False),
+                                            json.dumps(values, ensure_ascii=False, separators=(
+                                                ",", ":")))
+                                 for name, values in headers.items())
 
 
 def write_out_values(response, transfer, status, message, elapsed):
-    """The values -w's variables name, for this transfer (after a failure, for the last
-    reply whose head came)."""
-    if response is None and transfer.output.last_head is not None:
-        response = transfer.output.last_head
-        response.redirects = transfer.output.hops
-    values = {"http_code": "000", "size_download": transfer.output.size,
-              "time_total": "%.6f" % elapsed, "url_effective": transfer.url, "content_type": "",
-              "redirect_url": "", "num_redirects": 0, "exitcode": status, "errormsg": message,
-              "url": transfer.url, "method": transfer.method, "http_version": "0",
-              "num_headers": 0}
+    """The values -w's variables name, for this transfer (after a failure, of the last
+    reply whose head came): a str, an int, seconds as a float, or None for what curl leaves
+    out (null in %{json}); "headers" are the last reply's."""
+    trace, output = transfer.trace, transfer.output
+    if response is None and output.last_head is not None:
+        response = output.last_head
+        response.redirects = output.hops
+    url = transfer.url if response is None else response.url
+    values = dict(
+        {"time_" + step: trace.times.get(step, 0.0) for step in (
+            "namelookup", "connect", "appconnect", "pretransfer", "redirect",
+            "starttransfer")},
+        certs="", num_certs=0, content_type=None, errormsg=message or None, exitcode=status,
+        filename_effective=output.target if output.is_path else None, ftp_entry_path=None,
+        http_code=0, http_connect=trace.tunnel, http_version="0", local_ip=trace.local[0],
+        local_port=trace.local[1], method=transfer.method, num_connects=trace.connects,
+        num_headers=0, num_redirects=0, proxy_ssl_verify_result=0, redirect_url=None,
+        referer=transfer.line.get("referer"), remote_ip=trace.remote[0],
+        remote_port=trace.remote[1], scheme=urlsplit(url).scheme.upper() if trace.connects
+        else None, size_download=output.size, size_header=trace.header_size,
+        size_request=trace.request_size, size_upload=trace.upload_size,
+        speed_download=int(output.size / elapsed) if elapsed else 0,
+        speed_upload=int(trace.upload_size / elapsed) if elapsed else 0,
+        ssl_verify_result=0, time_total=elapsed, url=transfer.url, url_effective=url,
+        urlnum=transfer.line.get("urlnum", 0), headers=Headers())
     if response is not None:
         values.update(reply_values(response))
     values["response_code"] = values["http_code"]
-    values["scheme"] = urlsplit(values["url_effective"]).scheme.upper()
     return values
-
-
-def header_of(transfer, name):
-    """A header's value in the last reply whose head came, for -w's %header{name}."""
-    head = transfer.output.last_head
-    return ", ".join(head.headers.get(name, [])) if head is not None else ""
 
 
 def reply_values(response):
     """The values -w's variables take from the last reply."""
-    code = 0 if response.from_proxy else response.status_code
     location = response.headers.first("Location", "")
-    return {"http_code": "%03d" % code, "url_effective": response.url,
-            "content_type": response.headers.first("Content-Type", ""),
-            "redirect_url": urljoin(response.url, location) if location and code in
-            REDIRECT_STATUSES else "", "num_redirects": response.redirects,
-            "http_version": response.version[len("HTTP/"):],
-            "num_headers": len(response.header_lines)}
+    return {"http_code": 0 if response.from_proxy else response.status_code,
+            "content_type": response.headers.first("Content-Type", None),
+            "redirect_url": urljoin(response.url, location) if location and (
+                response.status_code in REDIRECT_STATUSES) else None,
+            "num_redirects": response.redirects,
+            "http_version": HTTP_VERSIONS.get(response.version, "0"),
+            "num_headers": len(response.header_lines), "headers": response.headers}
 
 
-def write_bytes(data):
-    """Write bytes to stdout, after what is there."""
-    sys.stdout.flush()
-    sys.stdout.buffer.write(data)
-    sys.stdout.buffer.flush()
+def write_bytes(data, stream="stdout"):
+    """Write bytes to stdout (or stderr), after what is there."""
+    stream = getattr(sys, stream)
+    stream.flush()
+    stream.buffer.write(data)
+    stream.buffer.flush()
 
 
 

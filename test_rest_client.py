@@ -3974,6 +3974,22 @@ CURL_LINES.extend(lines(
     # bytes as curl's
     "-s --data-urlencode 'a=1+2 ~*/-._é' --data-urlencode 'ids[]=1' $URL/echo",
     "-si $URL/custom -H 'Accept: text/plain'",
+    # -w: every variable of curl 7.88 the client can know
+    "-s -o out.txt -e http://from/ -w '%{remote_ip}:%{remote_port} %{num_connects} "
+    "%{num_headers} %{size_header} %{filename_effective} %{scheme} %{http_version} %{method} "
+    "%{ssl_verify_result} %{urlnum} %{referer} %{http_connect}|%{content_type}|%{errormsg}|"
+    "%{exitcode}|%{ftp_entry_path}|%{proxy_ssl_verify_result}' $URL/echo",
+    "-s -o out.txt -w '%{time_namelookup} %{time_connect} %{time_appconnect} "
+    "%{time_pretransfer} %{time_starttransfer} %{time_redirect} %{time_total}' $URL/echo",
+    "-s -o out.txt -w '%header{content-type}|%header{SET-COOKIE}|%header{x-none}|"
+    "%{header_json}' $URL/cookies",
+    "-sL -o out.txt -w '%{num_redirects} %{size_header} %{url_effective} %{urlnum}\\n' "
+    "'$URL/redirect/302' $URL/echo",
+    "-s -d 'a=1&b=2' -o out.txt -w '%{size_upload} %{method}' $URL/echo",
+    "-s -o out.txt -w '[%{no_such}][%{HTTP_CODE}][%{][%header{x][\\q%q\\\\][%' $URL/echo",
+    "-s -o out.txt -w '%{stderr}to stderr %{stdout}to stdout%{onerror} not shown' $URL/echo",
+    "-s -w '%{onerror}[%{exitcode}] %{http_code} %{scheme}|%{header_json}|' $REFUSED/",
+    "-s -o 'w_#1.txt' -w '%{filename_effective} %{url}\\n' '$URL/echo/{x,y}'",
 ))
 INPUTS["whole.bin"] = DATA_BIN  # for -C -: all of data.bin is there already
 
@@ -4053,3 +4069,52 @@ def test_cli_verbose_shows_curls_lines_crlf_ended_with_the_blank_ones(counting):
         b"> Accept: */*\r\n> Authorization: Bearer ***\r\n> \r\n< HTTP/1.1 200 OK\r\n"
         b"< Content-Type:text/plain\r\n< X-Spaced:   two  words  \r\n< Content-Length: 3\r\n"
         b"< \r\n" % int(server.url.rpartition(":")[2]))
+
+
+def test_cli_write_out_sizes_and_addresses_are_those_of_the_exchange(servers):
+    result = run_cli("-sv", "-d", "a=1&b=2", "-w", "%{size_request} %{size_upload} "
+                     "%{size_header} %{local_ip} %{local_port} %{remote_port}",
+                     servers.here.url + "/echo")
+    lines = result.stderr.split(b"\n")  # -v's head lines end in CR, then LF
+
+    def head_size(mark):
+        """The bytes of the head whose lines -v shows after mark ("> " or "< ")."""
+        return sum(len(line) - len(mark) + 1 for line in lines if line.startswith(mark))
+
+    request, upload, header, local, local_port, remote_port = result.stdout.split(b"\n")[
+        -1].split()
+    assert (int(request), int(upload), int(header)) == (head_size(b"> ") + 7, 7,
+                                                        head_size(b"< "))
+    assert (local, int(remote_port)) == (b"127.0.0.1", servers.here.server_address[1])
+    assert 0 < int(local_port) != int(remote_port)
+
+
+def test_cli_write_out_times_come_in_the_order_of_the_steps(servers):
+    result = run_cli("-sL", "-o", "-", "-w", "\n%{time_namelookup} %{time_connect} "
+                     "%{time_appconnect} %{time_pretransfer} %{time_redirect} "
+                     "%{time_starttransfer} %{time_total}", servers.here.url + "/redirect/302")
+    times = [float(value) for value in result.stdout.split(b"\n")[-1].split()]
+    lookup, connect, appconnect, pretransfer, redirect, first_byte, total = times
+    assert appconnect == 0.0 and 0 < lookup <= connect <= redirect <= pretransfer <= (
+        first_byte) <= total < 5
+
+
+def test_cli_write_out_json_has_curls_names_in_curls_order(curl, servers, tmp_path):
+    line = "-s -o out.txt -w '%{json}' $URL/echo"
+    by_curl = json.loads(run_line([curl[0]], line, servers, str(tmp_path / "curl")).stdout)
+    by_client = json.loads(run_line(CLIENT, line, servers, str(tmp_path / "client")).stdout)
+    assert list(by_client) == list(by_curl)
+    varying = ("curl_version", "local_port", "size_request", "speed_download")
+
+    def stable(values):
+        """The values that are the same in two runs to the same server."""
+        return {name: value for name, value in values.items()
+                if not name.startswith("time_") and name not in varying}
+
+    assert stable(by_client) == stable(by_curl)
+
+
+def test_cli_an_unknown_write_out_variable_prints_curls_warning_and_nothing(servers):
+    result = run_cli("-s", "-o", "-", "-w", "[%{nope}]", servers.here.url + "/echo")
+    assert (result.returncode, result.stdout) == (0, b"GET /echo\n[]")
+    assert result.stderr == b"rest_client: warning: unknown --write-out variable: 'nope'\n"
