@@ -2269,7 +2269,7 @@ CURL_OPTIONS = [
     ("-d --data --data-ascii", True, "data[]"), ("--data-raw", True, "data[]"),
     ("--data-binary", True, "data[]"), ("--data-urlencode", True, "data[]"),
     ("--json", True, "data[]"), ("-F --form", True, "form[]"),
-    ("-T --upload-file", True, "upload"), ("-G --get", False, "get"),
+    ("-T --upload-file", True, "uploads[]"), ("-G --get", False, "get"),
     ("-L --location", False, "location"), ("--max-redirs", True, "max_redirs"),
     ("-o --output", True, "outputs[]"), ("-O --remote-name", False, "outputs[]"),
     ("-i --include", False, "include"), ("-I --head", False, "head"),
@@ -2392,18 +2392,22 @@ def curl_main(argv):
 
 
 def one_per_url(line):
-    """The line once for each URL, each with its own output: the n-th -o or -O goes with
-    the n-th URL, as curl pairs them, and a URL without one writes to stdout; a URL with
-    globs once for each URL it stands for, its -o's #1, #2... made what they took."""
+    """The line once for each URL, each with its own output and upload: the n-th -o (or
+    -O) and the n-th -T go with the n-th URL, as curl pairs them, and a URL without one
+    writes to stdout and uploads nothing; a glob in a URL or a -T file name once for each
+    name it stands for (each file, then each URL), -o's #1, #2... made what the URL's took."""
     urls = line_urls(line)
     if not urls:
         raise CurlUsage("no URL specified")
     outputs = line["outputs"] + [(None, None)] * len(urls)
-    for number, (url, (kind, name)) in enumerate(zip(urls, outputs)):
-        parts = [(False, [url])] if line.get("globoff") else glob_parts(url)
-        for each, taken in globbed(parts):
-            yield dict(line, urls=[each], output=name and with_taken(name, taken, len(parts)),
-                       remote_name=kind in ("-O", "--remote-name"), urlnum=number)
+    uploads = [value for _, value in line["uploads"]] + [None] * len(urls)
+    for number, (url, (kind, name), upload) in enumerate(zip(urls, outputs, uploads)):
+        for each_upload, _ in globbed(glob_parts(upload, line)) if upload else [(None, [])]:
+            parts = glob_parts(url, line)
+            for each, taken in globbed(parts):
+                yield dict(line, urls=[each], upload=each_upload, urlnum=number,
+                           output=name and with_taken(name, taken, len(parts)),
+                           remote_name=kind in ("-O", "--remote-name"))
 
 
 # -- globs: one URL for many, as curl reads [1-3], [01-10], [a-c], [1-9:2] and {a,b} -------
@@ -2430,10 +2434,13 @@ def with_taken(name, taken, parts):
     return re.sub(r"#([0-9]+)", value, name)
 
 
-def glob_parts(url):
+def glob_parts(url, line):
     """A URL cut into its parts, as curl's tool_urlglob.c reads it: (False, [text]) for
     text as written (a "\\" before a bracket or brace escapes it), (True, values) for a glob;
-    CurlUsage with curl's status 3, its words and the column, for one it cannot read."""
+    CurlUsage with curl's status 3, its words and the column, for one it cannot read. With
+    -g, the URL is one part, as written."""
+    if line.get("globoff"):
+        return [(False, [url])]
     parts, text, at = [], "", 0
     while at < len(url):
         character, skip = url[at], literal_brackets(url, at)

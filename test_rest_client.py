@@ -3990,6 +3990,9 @@ CURL_LINES.extend(lines(
     "-s -o out.txt -w '%{stderr}to stderr %{stdout}to stdout%{onerror} not shown' $URL/echo",
     "-s -w '%{onerror}[%{exitcode}] %{http_code} %{scheme}|%{header_json}|' $REFUSED/",
     "-s -o 'w_#1.txt' -w '%{filename_effective} %{url}\\n' '$URL/echo/{x,y}'",
+    # -T: the n-th file goes with the n-th URL, and a glob uploads each file
+    "-s -T doc.txt $URL/upload/ $URL/echo",
+    "-s -T '{doc,data}.txt' $URL/upload/ -T body.json '$URL/upload/[1-2]'",
 ))
 INPUTS["whole.bin"] = DATA_BIN  # for -C -: all of data.bin is there already
 
@@ -4118,3 +4121,18 @@ def test_cli_an_unknown_write_out_variable_prints_curls_warning_and_nothing(serv
     result = run_cli("-s", "-o", "-", "-w", "[%{nope}]", servers.here.url + "/echo")
     assert (result.returncode, result.stdout) == (0, b"GET /echo\n[]")
     assert result.stderr == b"rest_client: warning: unknown --write-out variable: 'nope'\n"
+
+
+def test_cli_each_upload_goes_with_its_url_and_a_glob_uploads_each_file(servers, tmp_path,
+                                                                        monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    for name in ("a.txt", "b.txt"):
+        (tmp_path / name).write_bytes(name.encode())
+    reset(servers)
+    result = run_cli("-s", "-T", "{a,b}.txt", servers.here.url + "/upload/", "-T", "a.txt",
+                     servers.here.url + "/upload/one", servers.here.url + "/echo")
+    assert result.returncode == 0
+    assert [(request["method"], request["target"], request["body"]) for request in
+            servers.received] == [("PUT", "/upload/a.txt", b"a.txt"),
+                                  ("PUT", "/upload/b.txt", b"b.txt"),
+                                  ("PUT", "/upload/one", b"a.txt"), ("GET", "/echo", b"")]
