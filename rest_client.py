@@ -2376,6 +2376,7 @@ def curl_main(argv):
     status, line = 0, {}
     try:
         line = parse_curl_line(argv)
+        line["headers"] = with_header_files(line)
         jar = curl_cookie_jar(line)
         for one in one_per_url(line):  # as curl, a URL's glob is read when its turn comes
             status = CurlTransfer(one, jar).run()
@@ -2724,6 +2725,24 @@ def curl_headers(line):
     if cookies:
         headers["cookie"] = ("Cookie", ";".join(cookies))  # as curl joins them
     return with_given_headers(list(headers.values()), line["headers"])
+
+
+def with_header_files(line):
+    """-H's values with each -H @FILE (or @-) made the headers the file holds, one a line,
+    as curl reads them; a file that cannot be read gives none, with curl's warning."""
+    given = []
+    for name, value in line["headers"]:
+        if not value.startswith("@"):
+            given.append((name, value))
+            continue
+        try:
+            text = read_input(value[1:]).decode("utf-8", "surrogateescape")
+        except CurlUsage:
+            if not line.get("silent"):
+                print("rest_client: warning: Failed to open %s!" % value[1:], file=sys.stderr)
+            continue
+        given += [(name, header) for header in re.split("[\r\n]+", text) if header]
+    return given
 
 
 def with_given_headers(pairs, given_headers):

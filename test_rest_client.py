@@ -3993,7 +3993,11 @@ CURL_LINES.extend(lines(
     # -T: the n-th file goes with the n-th URL, and a glob uploads each file
     "-s -T doc.txt $URL/upload/ $URL/echo",
     "-s -T '{doc,data}.txt' $URL/upload/ -T body.json '$URL/upload/[1-2]'",
+    # -H @FILE: a header a line
+    "-s -H @headers.txt -H 'X-Last: 3' $URL/echo",
+    "-s -H @missing.txt -H 'X-Last: 3' $URL/echo",
 ))
+INPUTS["headers.txt"] = b"X-One: 1\r\nX-Two:  two\n\nAccept: text/plain\nUser-Agent:\n"
 INPUTS["whole.bin"] = DATA_BIN  # for -C -: all of data.bin is there already
 
 
@@ -4136,3 +4140,11 @@ def test_cli_each_upload_goes_with_its_url_and_a_glob_uploads_each_file(servers,
             servers.received] == [("PUT", "/upload/a.txt", b"a.txt"),
                                   ("PUT", "/upload/b.txt", b"b.txt"),
                                   ("PUT", "/upload/one", b"a.txt"), ("GET", "/echo", b"")]
+
+
+def test_cli_headers_from_standard_input_one_a_line(servers):
+    reset(servers)
+    result = run_cli("-s", "-H", "@-", servers.here.url + "/echo", stdin=b"X-A: 1\r\n\r\nX-B: 2")
+    assert result.returncode == 0
+    assert [(name, value) for name, value in servers.received[-1]["headers"]
+            if name.startswith("X-")] == [("X-A", "1"), ("X-B", "2")]
