@@ -2864,6 +2864,8 @@ def form_part(text):
         return name, content
     if content == "-":
         return name, Upload(read_input("-"), named.get("type", ""), named.get("filename", "-"))
+    if "," in content:  # curl sends each file of name=@a,b in a multipart/mixed part
+        raise CurlUsage("-F %s: several files in one field are not done" % text)
     if not os.access(content, os.R_OK):
         raise CurlUsage("cannot read %s" % content, 26)
     return name, Upload(content, named.get("type", curl_file_type(content)),
@@ -2871,11 +2873,14 @@ def form_part(text):
 
 
 def part_parameters(text):
-    """A -F value's content and its ;type= and ;filename= parameters, as curl reads them."""
+    """A -F value's content and its ;type= and ;filename= parameters, as curl reads them;
+    CurlUsage for curl's ;headers= and ;encoder=, which are not done."""
     named = {}
     while True:
         head, semicolon, tail = text.rpartition(";")
         key, equals, argument = tail.strip().partition("=")
+        if semicolon and equals and key in ("headers", "encoder"):
+            raise CurlUsage("-F ...;%s=: not done" % key)
         if not semicolon or not equals or key not in ("type", "filename"):
             return text, named
         named.setdefault(key, argument.strip('"'))

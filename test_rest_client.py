@@ -3997,6 +3997,7 @@ CURL_LINES.extend(lines(
     "-s -H @headers.txt -H 'X-Last: 3' $URL/echo",
     "-s -H @missing.txt -H 'X-Last: 3' $URL/echo",
 ))
+
 INPUTS["headers.txt"] = b"X-One: 1\r\nX-Two:  two\n\nAccept: text/plain\nUser-Agent:\n"
 INPUTS["whole.bin"] = DATA_BIN  # for -C -: all of data.bin is there already
 
@@ -4148,3 +4149,18 @@ def test_cli_headers_from_standard_input_one_a_line(servers):
     assert result.returncode == 0
     assert [(name, value) for name, value in servers.received[-1]["headers"]
             if name.startswith("X-")] == [("X-A", "1"), ("X-B", "2")]
+
+
+
+
+@pytest.mark.parametrize("field, named", [
+    ("note=hi;headers=X-A: 1", b"-F ...;headers=: not done"),
+    ("doc=@doc.txt;encoder=base64", b"-F ...;encoder=: not done"),
+    ("docs=@doc.txt,data.txt", b"-F docs=@doc.txt,data.txt: several files in one field are "
+                               b"not done"),
+])
+def test_cli_form_syntax_not_done_is_a_usage_error_naming_it(servers, field, named):
+    reset(servers)
+    result = run_cli("-s", "-F", field, servers.here.url + "/echo")
+    assert (result.returncode, result.stdout, servers.received) == (2, b"", [])
+    assert result.stderr.startswith(b"rest_client: " + named + b"\n")
