@@ -4151,8 +4151,6 @@ def test_cli_headers_from_standard_input_one_a_line(servers):
             if name.startswith("X-")] == [("X-A", "1"), ("X-B", "2")]
 
 
-
-
 @pytest.mark.parametrize("field, named", [
     ("note=hi;headers=X-A: 1", b"-F ...;headers=: not done"),
     ("doc=@doc.txt;encoder=base64", b"-F ...;encoder=: not done"),
