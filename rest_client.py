@@ -3273,6 +3273,9 @@ def written_value(match, name, values):
         return json_of_values(values)
     if name == "header_json":
         return header_json(values["headers"])
+    if name in values["not_known"]:  # never a wrong value: none, and why
+        print("rest_client: warning: -w %%{%s}: %s" % (name, values["not_known"][name]),
+              file=sys.stderr)
     if name in WRITE_OUT_VARIABLES:
         return value_text(name, values[name])
     if name not in WRITE_OUT_CONTROLS:
@@ -3341,7 +3344,19 @@ def write_out_values(response, transfer, status, message, elapsed):
     if response is not None:
         values.update(reply_values(response))
     values["response_code"] = values["http_code"]
+    values["not_known"] = not_known(values, transfer.line)
+    values.update(dict.fromkeys(values["not_known"]))
     return values
+
+
+def not_known(values, line):
+    """The -w variables whose value the client cannot know for this transfer, and why."""
+    if values["scheme"] != "HTTPS":
+        return {}
+    unknown = dict.fromkeys(("certs", "num_certs"), "the client does not show the chain")
+    if line.get("insecure"):
+        unknown["ssl_verify_result"] = "-k checks no certificate"
+    return unknown
 
 
 def reply_values(response):

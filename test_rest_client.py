@@ -4162,3 +4162,15 @@ def test_cli_form_syntax_not_done_is_a_usage_error_naming_it(servers, field, nam
     result = run_cli("-s", "-F", field, servers.here.url + "/echo")
     assert (result.returncode, result.stdout, servers.received) == (2, b"", [])
     assert result.stderr.startswith(b"rest_client: " + named + b"\n")
+
+
+def test_cli_write_out_says_what_it_cannot_know_of_https_rather_than_a_wrong_value(tls, pki):
+    result = run_cli("-sk", "-o", "-", "-w", "[%{ssl_verify_result}][%{num_certs}]"
+                     "[%{scheme}]", tls.url + "/echo")
+    assert result.stdout.endswith(b"[][][HTTPS]")
+    assert result.stderr == (b"rest_client: warning: -w %{ssl_verify_result}: -k checks no "
+                             b"certificate\nrest_client: warning: -w %{num_certs}: the client "
+                             b"does not show the chain\n")
+    result = run_cli("-s", "--cacert", pki.ca_pem, "-o", "-", "-w", "%{json}", tls.url + "/echo")
+    values = json.loads(result.stdout.split(b"}", 1)[1])
+    assert (values["certs"], values["num_certs"], values["ssl_verify_result"]) == (None, None, 0)
