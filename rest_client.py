@@ -2407,7 +2407,7 @@ def one_per_url(line):
             parts = glob_parts(url, line)
             for each, taken in globbed(parts):
                 yield dict(line, urls=[each], upload=each_upload, urlnum=number,
-                           output=name and with_taken(name, taken, len(parts)),
+                           output=name and with_glob_values(name, taken, len(parts)),
                            remote_name=kind in ("-O", "--remote-name"))
 
 
@@ -2424,7 +2424,7 @@ def globbed(parts):
         yield "".join(choice), [choice[number] for number in globs]
 
 
-def with_taken(name, taken, parts):
+def with_glob_values(name, taken, parts):
     """An -o name with each #N made what the N-th glob took; a #N with no such glob stays
     as written, as curl's (tool_urlglob.c counts every part, globs or not, in its check)."""
     def value(match):
@@ -2454,7 +2454,8 @@ def glob_parts(url, line):
         elif character in "}]":
             raise glob_error("unmatched close brace/bracket", url, at + 1)
         else:
-            at += character == "\\" and url[at + 1:at + 2] in ("{", "[", "}", "]")
+            if character == "\\" and url[at + 1:at + 2] in ("{", "[", "}", "]"):
+                at += 1  # an escaped bracket or brace: it is kept, not the backslash
             text, at = text + url[at], at + 1
         if len(parts) >= MAX_GLOB_PARTS:
             raise glob_error("too many globs", url, at + 1)
@@ -2498,7 +2499,8 @@ def glob_set(url, start):
                 return values, at + 1
             value, at = "", at + 1
             continue
-        at += character == "\\" and at + 1 < len(url)
+        if character == "\\" and at + 1 < len(url):
+            at += 1  # in a set, a backslash escapes any character
         value, at = value + url[at], at + 1
 
 
@@ -2533,9 +2535,11 @@ def number_range(text):
     as the first is written when it starts with 0 (None for a range curl finds bad), and
     how far curl reads it."""
     head = re.match(r"([0-9]+)-[ \t]*", text)
-    tail = head and re.compile(r"([0-9]+)(:([0-9]*))?(\])?").match(text, head.end())
-    if not tail or not tail.group(4):
-        return None, 0 if not head else tail.start(3) if tail and tail.group(2) else head.end()
+    if not head:
+        return None, 0
+    tail = re.compile(r"([0-9]+)(:([0-9]*))?(\])?").match(text, head.end())
+    if not tail or not tail.group(4):  # no "]": curl read to the ":", else to the "-"
+        return None, tail.start(3) if tail and tail.group(2) else head.end()
     low, high = int(head.group(1)), int(tail.group(1))
     step = int(tail.group(3) or 0) if tail.group(2) else 1
     width = len(head.group(1)) if head.group(1).startswith("0") else 0
@@ -3297,22 +3301,25 @@ def value_text(name, value):
 
 def json_of_values(values):
     """%{json}: every variable, null for none, and curl_version last, as curl writes it."""
-    import json
-    fields = ['"%s":%s' % (name, "null" if values[name] is None else "%.6f" % values[name]
-                            if isinstance(values[name], float) else json.dumps(
-                                values[name], ensure_ascii=False))
-              for name in WRITE_OUT_VARIABLES]
-    return "{%s,\"curl_version\":%s}" % (",".join(fields), json.dumps(USER_AGENT))
+    fields = ['"%s":%s' % (name, json_value(values[name])) for name in WRITE_OUT_VARIABLES]
+    return '{%s,"curl_version":%s}' % (",".join(fields), json_value(USER_AGENT))
 
 
 def header_json(headers):
     """%{header_json}: the last reply's headers, each name once in lower case with all its
     values, as curl writes them."""
-    import json
-    return "{%s\n}" % ",\n".join("%s:%s" % (json.dumps(name.lower(), ensure_ascii=False),
-                                            json.dumps(values, ensure_ascii=False, separators=(
-                                                ",", ":")))
+    return "{%s\n}" % ",\n".join("%s:%s" % (json_value(name.lower()), json_value(values))
                                  for name, values in headers.items())
+
+
+def json_value(value):
+    """A value as curl's -w writes it in JSON: null for none, seconds with six decimals."""
+    import json
+    if value is None:
+        return "null"
+    if isinstance(value, float):
+        return "%.6f" % value
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 def write_out_values(response, transfer, status, message, elapsed):
