@@ -50,7 +50,8 @@ to the core by subclassing it and overriding hooks it leaves; none restates a de
  D, E. ExplorerHandler (route_request) and OpenApiHandler add / and /openapi.json, derived
     from the routes and the resources' fields.
  F. FastHandler keeps the core's answers (format_for, render, page) and moves bytes with
-    fewer calls (read_head, write_bytes); FastMemoryStore indexes unique values (owner).
+    fewer calls (read_head, write_bytes); FastMemoryStore indexes unique values (owner) and
+    references (candidates), and reads an unfiltered page while passes takes every item.
  G. PlainHandler composes Appendices A to E; DefaultHandler puts F before them.
 
 Use it to learn, to test and as a fake API. http.server is not a hardened server: put a
