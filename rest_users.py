@@ -4712,7 +4712,7 @@ class FastMemoryStore(ResettableMemoryStore):
     def update(self, item_id, change, write=True):
         """The core's update, the old version's unique values freed and the new one's taken."""
         with self.lock:
-            current = self.items.get(item_id)
+            current = self.get(item_id)  # as the store finds it: a subclass may key ids anew
             item = super().update(item_id, change, write)
             if write:
                 self.index(current, remove=True)
