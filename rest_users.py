@@ -50,7 +50,8 @@ to the core by subclassing it and overriding hooks it leaves; none restates a de
  D, E. ExplorerHandler (route_request) and OpenApiHandler add / and /openapi.json, derived
     from the routes and the resources' fields.
  F. FastHandler keeps the core's answers (format_for, render, page) and moves bytes with
-    fewer calls (read_head, write_bytes); FastMemoryStore indexes unique values (owner).
+    fewer calls (read_head, write_bytes); FastMemoryStore indexes unique values (owner) and
+    references (candidates), and reads an unfiltered page while passes takes every item.
  G. PlainHandler composes Appendices A to E; DefaultHandler puts F before them.
 
 Use it to learn, to test and as a fake API. http.server is not a hardened server: put a
@@ -5624,7 +5625,7 @@ class FastMemoryStore(ResettableMemoryStore):
         some (a parent's _embed, /users/1/todos, the 409 of a delete), with the index of
         each reference's items, so the cost grows with the answer, not with parents times
         children. The core's passes still decides. Measured: GET /users?_embed=posts&_limit=
-        100 over 50,000 posts in 0.18 s against 30 s (a loaded machine: both 5 times slow)."""
+        100 over 50,000 posts of 1,000 users in 0.06 s against 23 s."""
         for field, test, values in query.filters:
             if test == "eq" and field in self.referring:
                 found = {item_id: item for value in values
@@ -5642,15 +5643,11 @@ class FastMemoryStore(ResettableMemoryStore):
 
     def update(self, item_id, change, write=True):
         """The core's update, the old version's unique values freed and the new one's taken."""
-        replaced = []  # the version the change was made to, whatever id the path gave
-
-        def noted_change(current):
-            replaced.append(current)
-            return change(current)
         with self.lock:
-            item = super().update(item_id, noted_change, write)
+            current = self.get(item_id)  # as the store finds it: a subclass may key ids anew
+            item = super().update(item_id, change, write)
             if write:
-                self.index(replaced[-1], remove=True)
+                self.index(current, remove=True)
                 self.index(item)
             return item
 
