@@ -618,7 +618,7 @@ XML_NAME = re.compile(r"(?!xml)[^\W\d][\w.-]*", re.IGNORECASE)  # what an elemen
 
 
 def is_none(value):
-    """Whether a value is a none: all XML carries of a field not named as an element may be."""
+    """Whether a value is a none (no element): all XML can carry of a field named "a b"."""
     return value is None
 
 
@@ -2178,7 +2178,7 @@ class SQLiteStore:
                 try:
                     cursor = self.write("INSERT INTO %s (%s) VALUES (%s)" % (
                         self.table, self.columns, ", ".join("?" * len(item))), item)
-                except sqlite3.OperationalError:  # "database or disk is full", or it is
+                except sqlite3.OperationalError:  # "full" says no id is left too
                     self.check_ids_left()
                     raise
                 if not write:
