@@ -1997,6 +1997,19 @@ def column_name(name):
     return sql_name(column_of(name))
 
 
+def check_columns(resource):
+    """Refuse fields whose columns would be one: "tag" and "Tag" are two JSON keys, but one
+    name to SQLite, which ignores ASCII case in names."""
+    seen = {}
+    for field in resource.fields:
+        other = seen.setdefault(caseless_key(column_of(field.name)), field.name)
+        if other != field.name:
+            raise sqlite3.OperationalError(
+                "the %s' fields %s and %s differ only in case, and SQLite's column names "
+                "ignore case: rename one, or serve them without --db" % (
+                    resource.collection, other, field.name))
+
+
 def sql_column(field, added=False):
     """A field's column: its type; NOT NULL if required, unless added to a table that has
     rows already (their value is the field's none)."""
@@ -2066,6 +2079,7 @@ class SQLiteStore:
             # for "Straße": Python's casefold() does the folding, as in the memory store
             add_function(self.db, "casefold", lambda text: text and text.casefold())
         try:
+            check_columns(resource)
             self.db.executescript(self.PRAGMAS + ";".join(sql_schema(resource)))
             self.add_missing_columns()
             # SQLite counts rows by reading them all; the store keeps the total itself

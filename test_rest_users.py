@@ -6958,3 +6958,13 @@ def test_a_declared_resource_with_odd_names_is_kept_in_a_db_reopened(tmp_path):
             dict(created, version=8, **{"a b": None}), '"2-json"')
     finally:
         stop_server(running)
+
+
+def test_fields_differing_only_in_case_stop_a_db_start_with_one_line_saying_so(tmp_path, capsys):
+    load = write_db_json(tmp_path, {"posts": [{"id": 1, "tag": "a", "Tag": "b"}]})
+    db = str(tmp_path / "case.db")
+    status, out, err = failed_start(capsys, "--port", "0", "--load", load, "--db", db)
+    assert (status, out) == (1, "")
+    assert err == ("rest_users: cannot start on %s: the posts' fields tag and Tag differ only "
+                   "in case, and SQLite's column names ignore case: rename one, or serve them "
+                   "without --db\n" % db)
