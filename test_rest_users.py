@@ -6968,3 +6968,21 @@ def test_fields_differing_only_in_case_stop_a_db_start_with_one_line_saying_so(t
     assert err == ("rest_users: cannot start on %s: the posts' fields tag and Tag differ only "
                    "in case, and SQLite's column names ignore case: rename one, or serve them "
                    "without --db\n" % db)
+
+
+def test_fields_named_as_the_tables_own_columns_keep_their_values_in_a_db(tmp_path):
+    columns = Resource("columns", [Field(name) for name in (
+        "version", "ID", "field:version", "Field:ID")])
+    item = {"version": "a", "ID": "c", "field:version": "d", "Field:ID": "e"}
+    db = str(tmp_path / "columns.db")
+    for _ in range(2):  # written, then read back from the file reopened
+        running = start_server(db=db, resources=[USERS, columns])
+        try:
+            if not call(running, "GET", "/columns").json():
+                post(running, "/columns", item)
+            reply = call(running, "GET", "/columns/1")
+            assert (reply.json(), reply.headers["ETag"]) == (dict(item, id=1), '"1-json"')
+            assert call(running, "GET", "/columns?ID=c&sort=-version").json() == [
+                dict(item, id=1)]
+        finally:
+            stop_server(running)
