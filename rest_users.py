@@ -627,7 +627,7 @@ XML_NAME = re.compile(r"(?!xml)[^\W\d][\w.-]*", re.IGNORECASE)  # what an elemen
 
 
 def is_none(value):
-    """Whether a value is a none: all XML carries of a field not named as an element may be."""
+    """Whether a value is a none (no element): all XML can carry of a field named "a b"."""
     return value is None
 
 
@@ -2023,6 +2023,19 @@ def column_name(name):
     return sql_name(column_of(name))
 
 
+def check_columns(resource):
+    """Refuse fields whose columns would be one: "tag" and "Tag" are two JSON keys, but one
+    name to SQLite, which ignores ASCII case in names."""
+    seen = {}
+    for field in resource.fields:
+        other = seen.setdefault(caseless_key(column_of(field.name)), field.name)
+        if other != field.name:
+            raise sqlite3.OperationalError(
+                "the %s' fields %s and %s differ only in case, and SQLite's column names "
+                "ignore case: rename one, or serve them without --db" % (
+                    resource.collection, other, field.name))
+
+
 def sql_column(field, added=False):
     """A field's column: its type; NOT NULL if required, unless added to a table that has
     rows already (their value is the field's none)."""
@@ -2096,6 +2109,7 @@ class SQLiteStore:
                                             for found in strings_in(json.loads(text))))
             self.db.create_function("passes_as_json_server", 3, sql_passes_as_json_server)
         try:
+            check_columns(resource)
             self.db.executescript(self.PRAGMAS + ";".join(sql_schema(resource)))
             self.add_missing_columns()
             # SQLite counts rows by reading them all; the store keeps the total itself
@@ -2208,7 +2222,7 @@ class SQLiteStore:
                 try:
                     cursor = self.write("INSERT INTO %s (%s) VALUES (%s)" % (
                         self.table, self.columns, ", ".join("?" * len(item))), item)
-                except sqlite3.OperationalError:  # "database or disk is full", or it is
+                except sqlite3.OperationalError:  # "full" says no id is left too
                     self.check_ids_left()
                     raise
                 if not write:
