@@ -71,7 +71,7 @@ from collections import namedtuple
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from socketserver import ThreadingMixIn
-from urllib.parse import parse_qsl, urlencode
+from urllib.parse import parse_qsl, quote, urlencode
 
 MAX_NAME_LENGTH = 200
 MAX_EMAIL_LENGTH = 254  # the longest address SMTP can carry (RFC 5321 §4.5.3.1.3)
@@ -634,7 +634,7 @@ class Resource:
             raise ValueError("the collection %s does not end in s: name its item, as "
                              "Resource(%r, fields, item=...)" % (collection, collection))
         self.collection, self.item = collection, item or collection[:-1]
-        self.path, self.fields = "/" + collection, tuple(fields)
+        self.path, self.fields = "/" + quote(collection, safe=""), tuple(fields)  # UTF-8
         self.routes = resource_routes(self)
         self.field_names = tuple(field.name for field in self.fields)
         self.fields_by_name = {field.name: field for field in self.fields}
@@ -3003,6 +3003,59 @@ def item_from_entry(resource, pairs, where, digit_ids=False):
 
 
 MAX_LOADED_LENGTH = 10000  # characters in a string of a resource read off a file
+MAX_RESOURCE_NAME = 100  # characters
+OWN_PATHS = ("openapi.json", "db")  # the server's own, beside / and /__admin/
+CONTROL_CHARACTER = re.compile("[\x00-\x1f\x7f-\x9f]")
+
+
+def check_resources(resources, source=None):
+    """Refuse, with a ValueError of one line naming it, what the server cannot serve as
+    declared: a name it cannot take, a reference to a resource not served, a field twice."""
+    check_names([resource.collection for resource in resources], source)
+    served = [resource.collection for resource in resources]
+    for resource in resources:
+        names = [field.name for field in resource.fields]
+        twice = next((name for name in names if names.count(name) > 1), None)
+        if twice is not None:
+            raise ValueError("%s: the field %s is declared twice" % (resource.collection, twice))
+        for field in resource.fields:
+            if field.refers_to is not None and field.refers_to not in served:
+                raise ValueError("%s: the field %s refers to %s, which is not served (%s %s)" % (
+                    resource.collection, field.name, field.refers_to, in_words(served),
+                    "are" if len(served) > 1 else "is"))
+
+
+def check_names(names, source=None):
+    """Refuse a resource name that is no path of its own, or that equals another's but for
+    case (SQLite's table names ignore case), with a ValueError naming it."""
+    seen = {}
+    for name in names:
+        problem = name_problem(name) or (
+            "a resource name cannot equal another's but for case, as " + json.dumps(
+                seen[name.casefold()], ensure_ascii=False)
+            if seen.setdefault(name.casefold(), name) != name else None)
+        if problem:
+            shown = json.dumps(name, ensure_ascii=False)  # control characters escaped
+            raise ValueError("%s%s: %s" % (source + ": " if source else "", shown, problem))
+
+
+def name_problem(name):
+    """What keeps a name from being a resource's, whose path is its name percent-encoded
+    (RFC 3986 §2.1), or None."""
+    if not name:
+        return "a resource name cannot be empty"
+    held = next((character for character in "/?#" if character in name), None)
+    if held:  # a path's own separators: the name would be another path, a query, a fragment
+        return 'a resource name cannot hold "%s"' % held
+    if CONTROL_CHARACTER.search(name):
+        return "a resource name cannot hold a control character"
+    if name.startswith("__"):
+        return "a resource name cannot begin with __, as the server's own paths do (/__admin/)"
+    if len(name) > MAX_RESOURCE_NAME:
+        return "a resource name is at most %d characters, not %d" % (MAX_RESOURCE_NAME, len(name))
+    if name in OWN_PATHS:
+        return "/%s is a path of the server's own" % name
+    return None
 
 
 def resources_from_file(document, declared, source):
@@ -3022,6 +3075,7 @@ def resources_from_file(document, declared, source):
                           if not isinstance(entry, ObjectPairs))
             raise ValueError("%s: %s: item %d of %d: is %s, not an object" % (
                 source, name, number, len(value), describe(value[number - 1])))
+        check_names(names, source)
         known = next((resource for resource in declared if resource.collection == name), None)
         fields = inferred_fields(value, names, known.field_names if known else None)
         try:
@@ -3556,7 +3610,7 @@ function readResource() {
   FIELD_NAMES = Array.from(document.querySelectorAll("[data-field]"), (input) => input.dataset.field);
   PATH = document.querySelector("main").dataset.path;
   ITEM = document.querySelector("main").dataset.item;
-  ITEMS = PATH.slice(1);
+  ITEMS = decodeURIComponent(PATH.slice(1));  // the path is the name percent-encoded
   ITEM_PATH = document.querySelector("main").dataset.itemPath;
   HAS_IDS = ITEM_PATH.includes("{id}");
 }
@@ -5056,6 +5110,7 @@ def make_server(host=DEFAULT_HOST, port=DEFAULT_PORT, *, db=None, api_key=None, 
     server_class = PlainServer if plain else DefaultServer
     if db:
         fake_api.add_stored(stored_declarations(db))
+    check_resources(fake_api.resources)  # a ValueError naming what cannot be served
     stores = []
     try:
         for resource in fake_api.resources:

@@ -10,6 +10,7 @@ import ast
 import builtins
 import contextlib
 import errno
+import functools
 import http.client
 import http.server
 import importlib.util
@@ -6845,7 +6846,8 @@ def nested(levels):
 def docs_server(request, tmp_path_factory):
     """Users and docs, whose body is any JSON value, on each store."""
     options = options_for(request.param, tmp_path_factory)
-    running = start_server(options.pop("variant", "default"), resources=[USERS, DEEP_DOCS], **options)
+    running = start_server(options.pop("variant", "default"), resources=[USERS, DEEP_DOCS],
+                           **options)
     yield running
     stop_server(running)
 
@@ -6893,3 +6895,93 @@ def test_a_db_json_nested_too_deep_stops_the_start_with_one_line(tmp_path, capsy
     else:  # where json's own recursion stops, the line cannot name the entry
         assert err.startswith("rest_users: cannot load %s: " % path)
         assert err.endswith(TOO_DEEP + "\n")
+
+
+GREEK = "/%CF%80%CE%BF%CF%83%CF%84s"  # /ποστs, its name percent-encoded as UTF-8
+
+
+@pytest.fixture(scope="module")
+def greek(tmp_path_factory):
+    """A db.json whose resource has a non-ASCII name."""
+    path = write_db_json(tmp_path_factory.mktemp("greek"), {"ποστs": [{"id": 1, "title": "a"}]})
+    running = start_server(load=path)
+    yield running
+    stop_server(running)
+
+
+def test_a_non_ascii_resource_is_reached_at_its_name_percent_encoded(greek):
+    assert call(greek, "GET", GREEK).json() == [{"id": 1, "title": "a"}]
+    assert call(greek, "GET", GREEK + "/1").json() == {"id": 1, "title": "a"}
+    reply = call(greek, "POST", GREEK, {"title": "b"})
+    assert reply.status == 201 and reply.headers["Location"] == GREEK + "/2"
+    assert call(greek, "DELETE", GREEK + "/2").status == 200
+    reply = call(greek, "GET", GREEK + "?limit=1")
+    assert reply.headers["Link"] == '<%s?limit=1&offset=0>; rel="first", <%s?limit=1&offset=0>' \
+        '; rel="last"' % (GREEK, GREEK)
+    assert call(greek, "GET", "/").json()["ποστs"] == GREEK
+
+
+def test_a_non_ascii_resource_is_described_and_explored_at_its_encoded_path(greek):
+    assert {GREEK, GREEK + "/{id}"} <= set(openapi(greek)["paths"])
+    page = call(greek, "GET", "/?resource=" + GREEK[1:], headers={"Accept": BROWSER_ACCEPT}
+                ).text()
+    assert 'data-path="%s"' % GREEK in page
+
+
+BAD_NAMES = [  # (the db.json's resource name, what the one line says after the file's path)
+    ("", '"": a resource name cannot be empty'),
+    ("a/bs", '"a/bs": a resource name cannot hold "/"'),
+    ("a?bs", '"a?bs": a resource name cannot hold "?"'),
+    ("a#bs", '"a#bs": a resource name cannot hold "#"'),
+    ("a\x01bs", '"a\\u0001bs": a resource name cannot hold a control character'),
+    ("a\nbs", '"a\\nbs": a resource name cannot hold a control character'),
+    ("__admins", '"__admins": a resource name cannot begin with __, as the server\'s own '
+                 'paths do (/__admin/)'),
+    ("x" * 100 + "s", '"%s": a resource name is at most 100 characters, not 101' % (
+        "x" * 100 + "s")),
+    ("openapi.json", '"openapi.json": /openapi.json is a path of the server\'s own'),
+    ("db", '"db": /db is a path of the server\'s own'),
+]
+
+
+@pytest.mark.parametrize("name, said", BAD_NAMES)
+def test_a_resource_name_the_server_cannot_serve_stops_the_start_with_one_line(
+        tmp_path, capsys, name, said):
+    path = write_db_json(tmp_path, {"posts": [], name: []})
+    with pytest.raises(ValueError):  # before main(), which would serve the file
+        rest_users.make_server(port=0, load=path)
+    status, out, err = failed_start(capsys, "--port", "0", "--quiet", "--load", path)
+    assert (status, out, err) == (2, "", "rest_users: cannot load %s: %s\n" % (path, said))
+
+
+def test_two_resource_names_equal_but_for_case_stop_the_start_with_one_line(tmp_path, capsys):
+    path = write_db_json(tmp_path, {"posts": [], "Posts": []})
+    with pytest.raises(ValueError):  # before main(), which would serve the file
+        rest_users.make_server(port=0, load=path)
+    status, out, err = failed_start(capsys, "--port", "0", "--quiet", "--load", path)
+    assert (status, out, err) == (2, "", 'rest_users: cannot load %s: "Posts": a resource name '
+                                         'cannot equal another\'s but for case, as "posts"\n' % path)
+
+
+ORPHANS = Resource("orphans", [Field("title"), Field("userId", "integer", refers_to="usrs")])
+TWICE = Resource("twices", [Field("title"), Field("done", "boolean"), Field("title", "integer")])
+
+
+@pytest.mark.parametrize("resources, said", [
+    ([USERS, ORPHANS], "orphans: the field userId refers to usrs, which is not served (users "
+                       "and orphans are)"),
+    ([ORPHANS], "orphans: the field userId refers to usrs, which is not served (orphans is)"),
+    ([USERS, TWICE], "twices: the field title is declared twice"),
+    ([USERS, Resource("db", [], item="record")], '"db": /db is a path of the server\'s own'),
+    ([USERS, Resource("Users", [], item="account")],
+     '"Users": a resource name cannot equal another\'s but for case, as "users"'),
+])
+def test_a_declaration_the_server_cannot_serve_is_refused_naming_it(resources, said, capsys,
+                                                                     monkeypatch):
+    with pytest.raises(ValueError) as refused:
+        rest_users.make_server(port=0, resources=resources)
+    assert str(refused.value) == said
+    monkeypatch.setattr(rest_users, "make_server", functools.partial(
+        rest_users.make_server, resources=resources))  # as a learner's list would be served
+    status, out, err = failed_start(capsys, "--port", "0", "--quiet")
+    assert (status, out, err) == (2, "", "rest_users: cannot load %s\n" % said)
