@@ -3971,16 +3971,23 @@ def csp_source(text):
     return "'sha256-%s'" % base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode()
 
 
+def as_text(text):
+    """A name from a declaration or a file as HTML text, never markup, and never a
+    placeholder of the page's template: a field named {script} stays those characters."""
+    return html.escape(text).replace("{", "&#123;")
+
+
 def sort_option(key):
     """The sort <select>'s option for one of the core's sort keys: "name", or "-name"."""
-    words = key.lstrip("-") + (", descending" if key.startswith("-") else "")
-    return '<option value="%s">%s</option>' % (key, words)
+    words = key[1:] + ", descending" if key.startswith("-") else key
+    return '<option value="%s">%s</option>' % (as_text(key), as_text(words))
 
 
 def filter_input(field):
     """The list's labelled filter for a field, which says whether it compares letter case."""
     return ('<div><label for="filter-{0}">{1} is{2}</label><input id="filter-{0}"></div>'
-            .format(field.name, field.name.capitalize(), "" if field.ignores_case else " exactly"))
+            .format(as_text(field.name), as_text(field.name.capitalize()),
+                    "" if field.ignores_case else " exactly"))
 
 
 def user_input(field):
@@ -3990,7 +3997,7 @@ def user_input(field):
     typed = "" if field.type == "string" else ' data-type="%s"' % field.type
     return ('<div><label for="user-{0}">{0}{1}</label>'
             '<input id="user-{0}" data-field="{0}"{3}{2}></div>'.format(
-                html.escape(field.name), optional, required, typed))
+                as_text(field.name), optional, required, typed))
 
 
 TOUR_BUTTON = ('<div class="buttons"><button id="tour-button" type="button">Take the guided tour '
@@ -4040,25 +4047,25 @@ def resource_parts(resource):
 def explorer_template(resource, resources):
     """The page for a resource, with the parts that name its fields built from its
     declaration, and the style and script; only {kept_in} is left. The tour is of users."""
-    searched = " or ".join(resource.searched)
+    searched = as_text(" or ".join(resource.searched))
     links = "" if len(resources) < 2 else '\n<nav class="buttons" aria-label="Resources">%s</nav>' % (
         "".join('<button type="button" data-resource="{0}">{0}</button>'.format(
-            html.escape(other.collection)) for other in resources))
+            as_text(other.collection)) for other in resources))
     parts = resource_parts(resource) + (  # first: they hold the parts below
         ("sort_options", "".join(map(sort_option, resource.sort_keys))),
         ("filters", "\n".join(filter_input(field) for field in resource.fields
                                if field.name in resource.sorted_by)),  # json: no filter
         ("search_hint", "text in a " + searched),
-        ("columns", "".join('<th scope="col">%s</th>' % html.escape(name)
+        ("columns", "".join('<th scope="col">%s</th>' % as_text(name)
                             for name in resource.columns)),  # a singular one: no id
         ("user_inputs", "\n".join(map(user_input, resource.fields))),
         ("write_buttons", write_buttons(resource)),
         ("item_path", html.escape(item_path(resource))),
         ("resource_links", links), ("tour_button", TOUR_BUTTON if {"name", "email"} <= set(
             resource.field_names) else ""),
-        ("Items", html.escape(resource.collection.capitalize())),
-        ("items", html.escape(resource.collection)), ("path", html.escape(resource.path)),
-        ("an_item", html.escape(a_or_an(resource.item))), ("item", html.escape(resource.item)),
+        ("Items", as_text(resource.collection.capitalize())),
+        ("items", as_text(resource.collection)), ("path", html.escape(resource.path)),
+        ("an_item", as_text(a_or_an(resource.item))), ("item", as_text(resource.item)),
         ("max_limit", str(MAX_LIMIT)),
         ("style", EXPLORER_STYLE), ("script", EXPLORER_SCRIPT),  # last: their braces stay
     )

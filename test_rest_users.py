@@ -11,6 +11,7 @@ import builtins
 import contextlib
 import errno
 import functools
+import html
 import http.client
 import http.server
 import importlib.util
@@ -6985,3 +6986,39 @@ def test_a_declaration_the_server_cannot_serve_is_refused_naming_it(resources, s
         rest_users.make_server, resources=resources))  # as a learner's list would be served
     status, out, err = failed_start(capsys, "--port", "0", "--quiet")
     assert (status, out, err) == (2, "", "rest_users: cannot load %s\n" % said)
+
+
+MARKUP_NAMES = ['<meta http-equiv=refresh content="0;url=about:blank">',
+                "<img src=x onerror=document.title='run'>", "{script}", "a&amp;b"]
+
+
+@pytest.fixture(scope="module")
+def marked_up(tmp_path_factory):
+    """A db.json whose notes have fields named with markup, and a template's placeholder."""
+    note = dict([("id", 1)] + [(name, "value %d" % n) for n, name in enumerate(MARKUP_NAMES)])
+    path = write_db_json(tmp_path_factory.mktemp("markup"), {"notes": [note]})
+    running = start_server(load=path)
+    yield running
+    stop_server(running)
+
+
+def test_the_explorer_writes_every_field_name_as_text(marked_up):
+    page = call(marked_up, "GET", "/?resource=notes", headers={"Accept": BROWSER_ACCEPT}).text()
+    assert "<meta http-equiv=refresh" not in page and "<img" not in page
+    assert page.count("<script") == 1 and "a&amp;amp;b" in page
+    for name in MARKUP_NAMES:
+        escaped = html.escape(name).replace("{", "&#123;")
+        assert '<th scope="col">%s</th>' % escaped in page
+        assert '<option value="%s">%s</option>' % (escaped, escaped) in page
+
+
+def test_the_explorer_stays_and_shows_markup_names_as_text_in_a_browser(browser, marked_up):
+    url = "http://127.0.0.1:%d/?resource=notes" % marked_up.server_address[1]
+    browser.open(url)
+    browser.wait_for("document.querySelector('#rows td') !== null")
+    assert browser.run("[...document.querySelectorAll('thead th')].map(th => th.textContent)"
+                       ) == ["id"] + MARKUP_NAMES + ["action"]
+    assert browser.run("[...document.querySelectorAll('#rows td')].map(td => td.textContent)"
+                       )[:5] == ["1", "value 0", "value 1", "value 2", "value 3"]
+    assert browser.run("document.querySelectorAll('meta[http-equiv], img').length") == 0
+    assert browser.run("location.href") == url and browser.run("document.title") != "run"
