@@ -83,6 +83,7 @@ MERGE_PATCH = "application/merge-patch+json"  # a PATCH's JSON body (RFC 7396)
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 1000
 GIVEN_TWICE = "The query parameter %s is given more than once."  # a list's, a dialect's too
+LIST_WORDS = ("limit", "offset", "sort", "q")  # a field of one of these names is no filter
 DIGITS = re.compile("[0-9]+")  # ASCII digits only: str.isdigit() also takes "²"
 WITHOUT_BODY = (HTTPStatus.NO_CONTENT, HTTPStatus.NOT_MODIFIED)  # no content, no length
 CHALLENGE = 'Bearer realm="users"'  # what a 401 asks for (RFC 6750 §3)
@@ -654,7 +655,8 @@ class Resource:
         self.sorted_by = ("id",) + tuple(field.name for field in self.fields
                                          if TYPES[field.type].sorts)
         self.sort_keys = tuple(sign + name for name in self.sorted_by for sign in ("", "-"))
-        self.list_parameters = ("limit", "offset", "sort") + self.sorted_by[1:] + ("q",)
+        self.filtered_by = tuple(name for name in self.sorted_by[1:] if name not in LIST_WORDS)
+        self.list_parameters = LIST_WORDS[:3] + self.filtered_by + LIST_WORDS[3:]
 
 
 USERS = Resource("users", [
@@ -1128,7 +1130,7 @@ def parse_list_query(resource, pairs):
     offset = integer_parameter(parameters, "offset", 0, 0, MAX_ID)
     sort = sort_keys(resource, "sort", parameters.get("sort", "id"))
     filters = tuple(Filter(name, "eq", (query_value(resource, name, name, parameters[name]),))
-                    for name in resource.field_names if name in parameters)
+                    for name in resource.filtered_by if name in parameters)
     return ListQuery(limit, offset, sort, filters, parameters.get("q"))
 
 
@@ -3209,6 +3211,19 @@ WAYS = {"limit": {"ours"}, "offset": {"ours"}, "range": {"range"}, "_end": {"sta
         "_page": {"page", "per-page"}, "_per_page": {"per-page"},
         "sort": {"sort"}, "_sort": {"_sort"}, "_order": {"_sort"}}
 SORTING = ("sort", "_sort", "_order")
+# The dialects' words, which a field of the same name leaves their meaning: "_" is jQuery's
+DIALECT_WORDS = frozenset(WAYS).union(("filter", "_"), RELATED).difference(LIST_WORDS)
+FILTER_BY_WORDS = (" Fields named as list parameters, which keep their meaning: %s. Filter by "
+                   "such a field as react-admin's simple-rest does, with filter={\"q\": "
+                   "\"...\"}, or as FIELD:eq=VALUE (json-server 1.0's).")
+
+
+def list_words_note(resources):
+    """The start line's sentence on the fields named as list parameters, or nothing."""
+    named = [(resource.collection, [name for name in resource.field_names if name in LIST_WORDS
+                                    or name in DIALECT_WORDS]) for resource in resources]
+    named = ["%s of %s" % (in_words(names), collection) for collection, names in named if names]
+    return FILTER_BY_WORDS % "; ".join(named) if named else ""
 
 
 def dialect_parameters(resource):
@@ -3255,7 +3270,8 @@ class DialectHandler(UsersHandler):
 def in_our_parameters(resource, pairs):
     """Whether the core reads this query: our parameters, each once, and no JSON sort."""
     names = [name for name, _ in pairs]
-    return set(names) <= set(resource.list_parameters) and len(set(names)) == len(names) and not (
+    return set(names) <= set(resource.list_parameters) - DIALECT_WORDS and len(
+        set(names)) == len(names) and not (
         dict(pairs).get("sort", "").startswith("["))  # react-admin's sort=["id","ASC"]
 
 
@@ -3368,7 +3384,8 @@ class DialectQuery:
         """react-admin's filter: {"q": "ada"}, {"id": [1, 3]}, {"name": "Ada"}, or several."""
         for field, wanted in json_parameter("filter", text, dict).items():
             values = wanted if isinstance(wanted, list) else [wanted]
-            if field == "q" and isinstance(wanted, str) and wanted:
+            if field == "q" and "q" not in self.resource.sorted_by and isinstance(
+                    wanted, str) and wanted:  # a field named q is filtered by, as any
                 self.q.append(wanted)
             elif field in self.resource.sorted_by and all(
                     type(value) in (str, int, bool) for value in values):
@@ -3449,6 +3466,8 @@ def parameter_kind(resource, name):
     (field, test) filter, or None when no dialect has it. The text tests are for strings."""
     if name in WAYS or name in ("q", "filter"):
         return name
+    if name in DIALECT_WORDS:  # _embed where nothing relates: a word still, never a filter
+        return None
     field, colon, test = name.partition(":")
     if not colon:
         field, test = split_suffix(name)
@@ -5291,7 +5310,8 @@ def startup_note(options, server, environment):
             "Test controls: POST /__admin/reset, GET /__admin/requests." % (
                 options.host, server.server_address[1],
                 served if len(server.resources) > 1 else served[4:].capitalize(),
-                server.store.kept_in, key, options_in_force(options)))
+                server.store.kept_in, key, options_in_force(options))
+            + list_words_note(server.resources))
 
 
 def options_in_force(options):

@@ -4347,7 +4347,7 @@ def test_the_core_names_nothing_that_only_the_appendices_define():
     # the core holds the resources' declarations and their types' table, and reads JSON
     # bodies; XML bodies, the json type, --fake-users' people, singular resources, Prefer and
     # the index of unique values are the appendices': a short book
-    assert len(source.splitlines()) <= 1191
+    assert len(source.splitlines()) <= 1193
     assert names_used_but_not_bound(source) == set()
 
 
@@ -7022,3 +7022,59 @@ def test_the_explorer_stays_and_shows_markup_names_as_text_in_a_browser(browser,
                        )[:5] == ["1", "value 0", "value 1", "value 2", "value 3"]
     assert browser.run("document.querySelectorAll('meta[http-equiv], img').length") == 0
     assert browser.run("location.href") == url and browser.run("document.title") != "run"
+
+
+WORDY_NOTES = [  # fields named as list parameters, with values that would filter if read so
+    {"id": 1, "title": "one", "limit": 5, "offset": 1, "sort": "b", "q": "x", "_sort": "z",
+     "_page": 2, "_embed": "e", "filter": "f"},
+    {"id": 2, "title": "two", "limit": 1, "offset": 0, "sort": "-title", "q": "two",
+     "_sort": "-title", "_page": 1, "_embed": "d", "filter": "g"},
+]
+
+
+@pytest.fixture(scope="module", params=["memory", "sqlite"])
+def wordy(request, tmp_path_factory):
+    """A db.json whose notes have fields named as list parameters."""
+    path = write_db_json(tmp_path_factory.mktemp("wordy"), {"notes": WORDY_NOTES})
+    options = options_for(request.param, tmp_path_factory)
+    running = start_server(load=path, **options)
+    running.load = path
+    yield running
+    stop_server(running)
+
+
+@pytest.mark.parametrize("query, expected", [
+    ("limit=1", [1]), ("offset=1", [2]), ("sort=-title", [2, 1]), ("q=two", [2]),
+    ("_sort=-title", [2, 1]), ("_page=1&_limit=1", [1]), ("_page=2&_limit=1", [2]),
+    ("_embed=nothing", None),
+    ('filter={"limit":1}', [2]), ('filter={"q":"x"}', [1]), ('filter={"sort":"b"}', [1]),
+    ("limit:eq=5", [1]), ("_sort:eq=z", [1]), ("limit=1&sort=-title", [2]),
+])
+def test_a_field_named_as_a_list_parameter_leaves_the_word_its_meaning(wordy, query, expected):
+    reply = call(wordy, "GET", "/notes?" + query)
+    if expected is None:  # _embed still names what to embed, and notes have no relations
+        assert assert_problem(reply, 400)["detail"].startswith(
+            "Unknown query parameter _embed; the list takes limit, offset, sort, title, ")
+    else:
+        assert item_ids(reply) == expected
+
+
+def test_the_start_line_names_the_fields_named_as_list_parameters_once(wordy):
+    options = rest_users.parse_arguments(["--port", "0", "--load", wordy.load])
+    told = rest_users.startup_note(options, wordy, {})
+    assert told.endswith(
+        " Fields named as list parameters, which keep their meaning: limit, offset, sort, q, "
+        "_sort, _page, _embed and filter of notes. Filter by such a field as react-admin's "
+        'simple-rest does, with filter={"q": "..."}, or as FIELD:eq=VALUE (json-server 1.0\'s).')
+    assert told.count("limit") == 1
+
+
+def test_the_start_line_names_no_list_parameter_when_no_field_is_named_so(server):
+    options = rest_users.parse_arguments(["--port", "0"])
+    assert "list parameters" not in rest_users.startup_note(options, server, {})
+
+
+def test_the_api_description_lists_each_list_parameter_once(wordy):
+    parameters = openapi(wordy)["paths"]["/notes"]["get"]["parameters"]
+    names = [parameter["name"] for parameter in parameters if parameter.get("in") == "query"]
+    assert len(names) == len(set(names))
