@@ -7078,3 +7078,11 @@ def test_the_api_description_lists_each_list_parameter_once(wordy):
     parameters = openapi(wordy)["paths"]["/notes"]["get"]["parameters"]
     names = [parameter["name"] for parameter in parameters if parameter.get("in") == "query"]
     assert len(names) == len(set(names))
+
+
+def test_a_file_nested_too_deep_exits_2_with_one_line_in_a_process_of_its_own(tmp_path):
+    path = write_db_json(tmp_path, b'{"posts": [{"id": 1, "meta": ' + b"[" * 5000 + b"]" * 5000
+                         + b"}]}")
+    result = run_to_exit("--port", "0", "--load", path)
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr == "rest_users: cannot load %s: %s\n" % (path, TOO_DEEP)
