@@ -2639,8 +2639,8 @@ class FakeApiHandler(UsersHandler):
         """Whether a browser sent this from a page on another origin, as its Origin (RFC 6454
         §7) or Sec-Fetch-Site (W3C Fetch Metadata) says. CORS keeps such a page from reading
         an answer, not from sending a form or a no-cors fetch that resets the store."""
-        origin, own = self.headers.get("Origin"), "http://" + self.headers.get("Host", "")
-        return (origin is not None and origin.lower() != own.lower()
+        origin, host = self.headers.get("Origin"), self.headers.get("Host", "").lower()
+        return (origin is not None and origin.lower() not in ("http://" + host, "https://" + host)
                 or self.headers.get("Sec-Fetch-Site") in ("cross-site", "same-site"))
 
     def read_body(self):
@@ -2774,7 +2774,7 @@ def cut_fields(pairs, budget):
 
 def request_size(request):
     """What a kept request weighs, roughly its bytes: its target, header fields and body."""
-    method, target, pairs, body = request[:4]
+    _, target, pairs, body = request[:4]
     return len(target) + len(body) + sum(len(name) + len(value) for name, value in pairs)
 
 
@@ -3010,11 +3010,11 @@ OWN_PATHS = ("openapi.json", "db")  # the server's own, beside / and /__admin/
 CONTROL_CHARACTER = re.compile("[\x00-\x1f\x7f-\x9f]")
 
 
-def check_resources(resources, source=None):
+def check_resources(resources):
     """Refuse, with a ValueError of one line naming it, what the server cannot serve as
     declared: a name it cannot take, a reference to a resource not served, a field twice."""
-    check_names([resource.collection for resource in resources], source)
     served = [resource.collection for resource in resources]
+    check_names(served)
     for resource in resources:
         names = [field.name for field in resource.fields]
         twice = next((name for name in names if names.count(name) > 1), None)
@@ -3032,13 +3032,16 @@ def check_names(names, source=None):
     case (SQLite's table names ignore case), with a ValueError naming it."""
     seen = {}
     for name in names:
-        problem = name_problem(name) or (
-            "a resource name cannot equal another's but for case, as " + json.dumps(
-                seen[name.casefold()], ensure_ascii=False)
-            if seen.setdefault(name.casefold(), name) != name else None)
+        problem, other = name_problem(name), seen.setdefault(name.casefold(), name)
+        if problem is None and other != name:
+            problem = "a resource name cannot equal another's but for case, as " + quoted(other)
         if problem:
-            shown = json.dumps(name, ensure_ascii=False)  # control characters escaped
-            raise ValueError("%s%s: %s" % (source + ": " if source else "", shown, problem))
+            raise ValueError("%s%s: %s" % (source + ": " if source else "", quoted(name), problem))
+
+
+def quoted(name):
+    """A name in double quotes, its control characters escaped as JSON escapes them."""
+    return json.dumps(name, ensure_ascii=False)
 
 
 def name_problem(name):
@@ -3065,6 +3068,7 @@ def resources_from_file(document, declared, source):
     (users) keeps its fields and gains any other key of its items as an optional field;
     another one gets the fields its items show. An array is a collection."""
     resources, entries, names = list(declared), {}, [name for name, _ in document]
+    check_names(names, source)
     for name, value in document:
         singular = isinstance(value, ObjectPairs)  # an object: one item, as /profile
         if singular:
@@ -3077,7 +3081,6 @@ def resources_from_file(document, declared, source):
                           if not isinstance(entry, ObjectPairs))
             raise ValueError("%s: %s: item %d of %d: is %s, not an object" % (
                 source, name, number, len(value), describe(value[number - 1])))
-        check_names(names, source)
         known = next((resource for resource in declared if resource.collection == name), None)
         fields = inferred_fields(value, names, known.field_names if known else None)
         try:
@@ -3270,8 +3273,8 @@ class DialectHandler(UsersHandler):
 def in_our_parameters(resource, pairs):
     """Whether the core reads this query: our parameters, each once, and no JSON sort."""
     names = [name for name, _ in pairs]
-    return set(names) <= set(resource.list_parameters) - DIALECT_WORDS and len(
-        set(names)) == len(names) and not (
+    ours = set(resource.list_parameters) - DIALECT_WORDS  # a field named _sort: a dialect's word
+    return set(names) <= ours and len(set(names)) == len(names) and not (
         dict(pairs).get("sort", "").startswith("["))  # react-admin's sort=["id","ASC"]
 
 
