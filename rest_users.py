@@ -2781,7 +2781,7 @@ def request_size(request):
 # Credentials are shown as *** (a browser sends localhost's cookies of other apps too)
 MASKED_FIELDS = {"authorization": "scheme", "proxy-authorization": "scheme", "cookie": "all",
                  "x-api-key": "all"}
-KEY_IN_QUERY = re.compile(r"([?&](?:api_key|apikey|access_token|token|key)=)[^&#]*",
+KEY_IN_QUERY = re.compile(r"([?&](?:api_key|api-key|apikey|access_token|token|key)=)[^&#]*",
                           re.IGNORECASE)
 
 
