@@ -85,6 +85,7 @@ MAX_LIMIT = 1000
 GIVEN_TWICE = "The query parameter %s is given more than once."  # a list's, a dialect's too
 LIST_WORDS = ("limit", "offset", "sort", "q")  # a field of one of these names is no filter
 DIGITS = re.compile("[0-9]+")  # ASCII digits only: str.isdigit() also takes "²"
+ESCAPE = re.compile("%[0-9A-Fa-f]{2}")  # a percent-encoded byte (RFC 3986 §2.1)
 WITHOUT_BODY = (HTTPStatus.NO_CONTENT, HTTPStatus.NOT_MODIFIED)  # no content, no length
 CHALLENGE = 'Bearer realm="users"'  # what a 401 asks for (RFC 6750 §3)
 
@@ -208,6 +209,9 @@ class UsersHandler(BaseHTTPRequestHandler):
     def route_request(self):
         """Check who asks, the path, the method and the format, in that order; then act."""
         path, _, self.query = self.path.partition("?")
+        if "%" in path:  # %cf is %CF (RFC 3986 §6.2.2.1), as curl writes /ποστs: one path
+            path = ESCAPE.sub(lambda escape: escape.group().upper(), path)
+            self.path = path + self.path[len(path):]  # for the key, the journal, all after
         self.route, arguments = find_route(self.server.routes, path)  # so the 401 knows it
         self.check_caller()
         if self.route is None:

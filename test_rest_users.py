@@ -4347,7 +4347,7 @@ def test_the_core_names_nothing_that_only_the_appendices_define():
     # the core holds the resources' declarations and their types' table, and reads JSON
     # bodies; XML bodies, the json type, --fake-users' people, singular resources, Prefer and
     # the index of unique values are the appendices': a short book
-    assert len(source.splitlines()) <= 1193
+    assert len(source.splitlines()) <= 1197
     assert names_used_but_not_bound(source) == set()
 
 
@@ -7087,3 +7087,21 @@ def test_a_file_nested_too_deep_exits_2_with_one_line_in_a_process_of_its_own(tm
     result = run_to_exit("--port", "0", "--load", path)
     assert (result.returncode, result.stdout) == (2, "")
     assert result.stderr == "rest_users: cannot load %s: %s\n" % (path, TOO_DEEP)
+
+
+def test_a_resource_path_is_reached_with_its_escapes_in_either_case(greek):
+    lower = GREEK.lower()  # as curl writes /ποστs: /%cf%80...
+    assert lower != GREEK
+    assert call(greek, "GET", lower + "/1").json() == {"id": 1, "title": "a"}
+    assert item_ids(call(greek, "GET", lower + "?limit=1")) == [1]
+
+
+def test_the_key_guards_a_resource_path_with_its_escapes_in_either_case(tmp_path):
+    path = write_db_json(tmp_path, {"ποστs": [{"id": 1, "title": "a"}]})
+    running = start_server(load=path, api_key=KEY)
+    try:
+        for target in (GREEK, GREEK.lower(), GREEK.lower() + "/1"):
+            assert call(running, "GET", target).status == 401
+        assert call(running, "GET", GREEK.lower() + "/1", headers=BEARER_HEADERS).status == 200
+    finally:
+        stop_server(running)
