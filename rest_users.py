@@ -72,7 +72,7 @@ from collections import namedtuple
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from socketserver import ThreadingMixIn
-from urllib.parse import parse_qsl, urlencode
+from urllib.parse import parse_qsl, quote, urlencode
 from xml.parsers import expat
 
 MAX_NAME_LENGTH = 200
@@ -85,7 +85,9 @@ MERGE_PATCH = "application/merge-patch+json"  # a PATCH's JSON body (RFC 7396)
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 1000
 GIVEN_TWICE = "The query parameter %s is given more than once."  # a list's, a dialect's too
+LIST_WORDS = ("limit", "offset", "sort", "q")  # a field of one of these names is no filter
 DIGITS = re.compile("[0-9]+")  # ASCII digits only: str.isdigit() also takes "²"
+ESCAPE = re.compile("%[0-9A-Fa-f]{2}")  # a percent-encoded byte (RFC 3986 §2.1)
 WITHOUT_BODY = (HTTPStatus.NO_CONTENT, HTTPStatus.NOT_MODIFIED)  # no content, no length
 CHALLENGE = 'Bearer realm="users"'  # what a 401 asks for (RFC 6750 §3)
 
@@ -219,6 +221,9 @@ class UsersHandler(BaseHTTPRequestHandler):
     def route_request(self):
         """Check who asks, the path, the method and the format, in that order; then act."""
         path, _, self.query = self.path.partition("?")
+        if "%" in path:  # %cf is %CF (RFC 3986 §6.2.2.1), as curl writes /ποστs: one path
+            path = ESCAPE.sub(lambda escape: escape.group().upper(), path)
+            self.path = path + self.path[len(path):]  # for the key, the journal, all after
         self.route, arguments = find_route(self.server.routes, path)  # so the 401 knows it
         self.check_caller()
         if self.route is None:
@@ -659,7 +664,7 @@ class Resource:
             raise ValueError("the collection %s does not end in s: name its item, as "
                              "Resource(%r, fields, item=...)" % (collection, collection))
         self.collection, self.item = collection, item or collection[:-1]
-        self.path, self.fields = "/" + collection, tuple(fields)
+        self.path, self.fields = "/" + quote(collection, safe=""), tuple(fields)  # UTF-8
         self.routes = resource_routes(self)
         self.field_names = tuple(field.name for field in self.fields)
         self.fields_by_name = {field.name: field for field in self.fields}
@@ -681,7 +686,8 @@ class Resource:
         self.sorted_by = ("id",) + tuple(field.name for field in self.fields
                                          if TYPES[field.type].sorts)
         self.sort_keys = tuple(sign + name for name in self.sorted_by for sign in ("", "-"))
-        self.list_parameters = ("limit", "offset", "sort") + self.sorted_by[1:] + ("q",)
+        self.filtered_by = tuple(name for name in self.sorted_by[1:] if name not in LIST_WORDS)
+        self.list_parameters = LIST_WORDS[:3] + self.filtered_by + LIST_WORDS[3:]
 
 
 USERS = Resource("users", [
@@ -1308,7 +1314,7 @@ def parse_list_query(resource, pairs):
     offset = integer_parameter(parameters, "offset", 0, 0, MAX_ID)
     sort = sort_keys(resource, "sort", parameters.get("sort", "id"))
     filters = tuple(Filter(name, "eq", (query_value(resource, name, name, parameters[name]),))
-                    for name in resource.field_names if name in parameters)
+                    for name in resource.filtered_by if name in parameters)
     return ListQuery(limit, offset, sort, filters, parameters.get("q"))
 
 
@@ -2856,8 +2862,8 @@ class FakeApiHandler(UsersHandler):
         """Whether a browser sent this from a page on another origin, as its Origin (RFC 6454
         §7) or Sec-Fetch-Site (W3C Fetch Metadata) says. CORS keeps such a page from reading
         an answer, not from sending a form or a no-cors fetch that resets the store."""
-        origin, own = self.headers.get("Origin"), "http://" + self.headers.get("Host", "")
-        return (origin is not None and origin.lower() != own.lower()
+        origin, host = self.headers.get("Origin"), self.headers.get("Host", "").lower()
+        return (origin is not None and origin.lower() not in ("http://" + host, "https://" + host)
                 or self.headers.get("Sec-Fetch-Site") in ("cross-site", "same-site"))
 
     def read_body(self):
@@ -2996,14 +3002,14 @@ def cut_fields(pairs, budget):
 
 def request_size(request):
     """What a kept request weighs, roughly its bytes: its target, header fields and body."""
-    method, target, pairs, body = request[:4]
+    _, target, pairs, body = request[:4]
     return len(target) + len(body) + sum(len(name) + len(value) for name, value in pairs)
 
 
 # Credentials are shown as *** (a browser sends localhost's cookies of other apps too)
 MASKED_FIELDS = {"authorization": "scheme", "proxy-authorization": "scheme", "cookie": "all",
                  "x-api-key": "all"}
-KEY_IN_QUERY = re.compile(r"([?&](?:api_key|apikey|access_token|token|key)=)[^&#]*",
+KEY_IN_QUERY = re.compile(r"([?&](?:api_key|api-key|apikey|access_token|token|key)=)[^&#]*",
                           re.IGNORECASE)
 
 
@@ -3325,6 +3331,62 @@ def item_from_entry(resource, pairs, where, digit_ids=False):
 
 
 MAX_LOADED_LENGTH = 10000  # characters in a string of a resource read off a file
+MAX_RESOURCE_NAME = 100  # characters
+OWN_PATHS = ("openapi.json", "db")  # the server's own, beside / and /__admin/
+CONTROL_CHARACTER = re.compile("[\x00-\x1f\x7f-\x9f]")
+
+
+def check_resources(resources):
+    """Refuse, with a ValueError of one line naming it, what the server cannot serve as
+    declared: a name it cannot take, a reference to a resource not served, a field twice."""
+    served = [resource.collection for resource in resources]
+    check_names(served)
+    for resource in resources:
+        names = [field.name for field in resource.fields]
+        twice = next((name for name in names if names.count(name) > 1), None)
+        if twice is not None:
+            raise ValueError("%s: the field %s is declared twice" % (resource.collection, twice))
+        for field in resource.fields:
+            if field.refers_to is not None and field.refers_to not in served:
+                raise ValueError("%s: the field %s refers to %s, which is not served (%s %s)" % (
+                    resource.collection, field.name, field.refers_to, in_words(served),
+                    "are" if len(served) > 1 else "is"))
+
+
+def check_names(names, source=None):
+    """Refuse a resource name that is no path of its own, or that equals another's but for
+    case (SQLite's table names ignore case), with a ValueError naming it."""
+    seen = {}
+    for name in names:
+        problem, other = name_problem(name), seen.setdefault(name.casefold(), name)
+        if problem is None and other != name:
+            problem = "a resource name cannot equal another's but for case, as " + quoted(other)
+        if problem:
+            raise ValueError("%s%s: %s" % (source + ": " if source else "", quoted(name), problem))
+
+
+def quoted(name):
+    """A name in double quotes, its control characters escaped as JSON escapes them."""
+    return json.dumps(name, ensure_ascii=False)
+
+
+def name_problem(name):
+    """What keeps a name from being a resource's, whose path is its name percent-encoded
+    (RFC 3986 §2.1), or None."""
+    if not name:
+        return "a resource name cannot be empty"
+    held = next((character for character in "/?#" if character in name), None)
+    if held:  # a path's own separators: the name would be another path, a query, a fragment
+        return 'a resource name cannot hold "%s"' % held
+    if CONTROL_CHARACTER.search(name):
+        return "a resource name cannot hold a control character"
+    if name.startswith("__"):
+        return "a resource name cannot begin with __, as the server's own paths do (/__admin/)"
+    if len(name) > MAX_RESOURCE_NAME:
+        return "a resource name is at most %d characters, not %d" % (MAX_RESOURCE_NAME, len(name))
+    if name in OWN_PATHS:
+        return "/%s is a path of the server's own" % name
+    return None
 
 
 def resources_from_file(document, declared, source, text_ids=False):
@@ -3333,6 +3395,7 @@ def resources_from_file(document, declared, source, text_ids=False):
     another one gets the fields its items show. An array is a collection; with text_ids,
     one with an id of text that is not digits is a TextIdResource."""
     resources, entries = list(declared), {}
+    check_names([name for name, _ in document], source)
     texts = {name for name, value in document if text_ids and has_text_ids(value)}
     names = [name for name, _ in document if name not in texts]  # what a key may refer to
     for name, value in document:
@@ -3830,6 +3893,19 @@ WAYS = {"limit": {"ours"}, "offset": {"ours"}, "range": {"range"}, "_end": {"sta
         "_page": {"page", "per-page"}, "_per_page": {"per-page"},
         "sort": {"sort"}, "_sort": {"_sort"}, "_order": {"_sort"}}
 SORTING = ("sort", "_sort", "_order")
+# The dialects' words, which a field of the same name leaves their meaning: "_" is jQuery's
+DIALECT_WORDS = frozenset(WAYS).union(("filter", "_"), RELATED).difference(LIST_WORDS)
+FILTER_BY_WORDS = (" Fields named as list parameters, which keep their meaning: %s. Filter by "
+                   "such a field as react-admin's simple-rest does, with filter={\"q\": "
+                   "\"...\"}, or as FIELD:eq=VALUE (json-server 1.0's).")
+
+
+def list_words_note(resources):
+    """The start line's sentence on the fields named as list parameters, or nothing."""
+    named = [(resource.collection, [name for name in resource.field_names if name in LIST_WORDS
+                                    or name in DIALECT_WORDS]) for resource in resources]
+    named = ["%s of %s" % (in_words(names), collection) for collection, names in named if names]
+    return FILTER_BY_WORDS % "; ".join(named) if named else ""
 
 
 def dialect_parameters(resource):
@@ -3899,7 +3975,8 @@ def lists_as_json_server(resource):
 def in_our_parameters(resource, pairs):
     """Whether the core reads this query: our parameters, each once, and no JSON sort."""
     names = [name for name, _ in pairs]
-    return set(names) <= set(resource.list_parameters) and len(set(names)) == len(names) and not (
+    ours = set(resource.list_parameters) - DIALECT_WORDS  # a field named _sort: a dialect's word
+    return set(names) <= ours and len(set(names)) == len(names) and not (
         dict(pairs).get("sort", "").startswith("["))  # react-admin's sort=["id","ASC"]
 
 
@@ -4146,7 +4223,8 @@ class DialectQuery:
         """react-admin's filter: {"q": "ada"}, {"id": [1, 3]}, {"name": "Ada"}, or several."""
         for field, wanted in json_parameter("filter", text, dict).items():
             values = wanted if isinstance(wanted, list) else [wanted]
-            if field == "q" and isinstance(wanted, str) and wanted:
+            if field == "q" and "q" not in self.resource.sorted_by and isinstance(
+                    wanted, str) and wanted:  # a field named q is filtered by, as any
                 self.q.append(wanted)
             elif (field in self.resource.sorted_by or is_nested_key(self.resource, field)) and all(
                     type(value) in (str, int, bool) for value in values):
@@ -4231,6 +4309,8 @@ def parameter_kind(resource, name):
     (field, test) filter, or None when no dialect has it. The text tests are for strings."""
     if name in WAYS or name in ("q", "filter"):
         return name
+    if name in DIALECT_WORDS:  # _embed where nothing relates: a word still, never a filter
+        return None
     field, colon, test = name.partition(":")
     if not colon:
         field, test = split_suffix(name)
@@ -4403,7 +4483,7 @@ function readResource() {
   FIELD_NAMES = Array.from(document.querySelectorAll("[data-field]"), (input) => input.dataset.field);
   PATH = document.querySelector("main").dataset.path;
   ITEM = document.querySelector("main").dataset.item;
-  ITEMS = PATH.slice(1);
+  ITEMS = decodeURIComponent(PATH.slice(1));  // the path is the name percent-encoded
   ITEM_PATH = document.querySelector("main").dataset.itemPath;
   HAS_IDS = ITEM_PATH.includes("{id}");
 }
@@ -4764,16 +4844,23 @@ def csp_source(text):
     return "'sha256-%s'" % base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode()
 
 
+def as_text(text):
+    """A name from a declaration or a file as HTML text, never markup, and never a
+    placeholder of the page's template: a field named {script} stays those characters."""
+    return html.escape(text).replace("{", "&#123;")
+
+
 def sort_option(key):
     """The sort <select>'s option for one of the core's sort keys: "name", or "-name"."""
-    words = key.lstrip("-") + (", descending" if key.startswith("-") else "")
-    return '<option value="%s">%s</option>' % (key, words)
+    words = key[1:] + ", descending" if key.startswith("-") else key
+    return '<option value="%s">%s</option>' % (as_text(key), as_text(words))
 
 
 def filter_input(field):
     """The list's labelled filter for a field, which says whether it compares letter case."""
     return ('<div><label for="filter-{0}">{1} is{2}</label><input id="filter-{0}"></div>'
-            .format(field.name, field.name.capitalize(), "" if field.ignores_case else " exactly"))
+            .format(as_text(field.name), as_text(field.name.capitalize()),
+                    "" if field.ignores_case else " exactly"))
 
 
 def user_input(field):
@@ -4783,7 +4870,7 @@ def user_input(field):
     typed = "" if field.type == "string" else ' data-type="%s"' % field.type
     return ('<div><label for="user-{0}">{0}{1}</label>'
             '<input id="user-{0}" data-field="{0}"{3}{2}></div>'.format(
-                html.escape(field.name), optional, required, typed))
+                as_text(field.name), optional, required, typed))
 
 
 TOUR_BUTTON = ('<div class="buttons"><button id="tour-button" type="button">Take the guided tour '
@@ -4833,25 +4920,25 @@ def resource_parts(resource):
 def explorer_template(resource, resources):
     """The page for a resource, with the parts that name its fields built from its
     declaration, and the style and script; only {kept_in} is left. The tour is of users."""
-    searched = " or ".join(resource.searched)
+    searched = as_text(" or ".join(resource.searched))
     links = "" if len(resources) < 2 else '\n<nav class="buttons" aria-label="Resources">%s</nav>' % (
         "".join('<button type="button" data-resource="{0}">{0}</button>'.format(
-            html.escape(other.collection)) for other in resources))
+            as_text(other.collection)) for other in resources))
     parts = resource_parts(resource) + (  # first: they hold the parts below
         ("sort_options", "".join(map(sort_option, resource.sort_keys))),
         ("filters", "\n".join(filter_input(field) for field in resource.fields
                                if field.name in resource.sorted_by)),  # json: no filter
         ("search_hint", "text in a " + searched),
-        ("columns", "".join('<th scope="col">%s</th>' % html.escape(name)
+        ("columns", "".join('<th scope="col">%s</th>' % as_text(name)
                             for name in resource.columns)),  # a singular one: no id
         ("user_inputs", "\n".join(map(user_input, resource.fields))),
         ("write_buttons", write_buttons(resource)),
         ("item_path", html.escape(item_path(resource))),
         ("resource_links", links), ("tour_button", TOUR_BUTTON if {"name", "email"} <= set(
             resource.field_names) else ""),
-        ("Items", html.escape(resource.collection.capitalize())),
-        ("items", html.escape(resource.collection)), ("path", html.escape(resource.path)),
-        ("an_item", html.escape(a_or_an(resource.item))), ("item", html.escape(resource.item)),
+        ("Items", as_text(resource.collection.capitalize())),
+        ("items", as_text(resource.collection)), ("path", html.escape(resource.path)),
+        ("an_item", as_text(a_or_an(resource.item))), ("item", as_text(resource.item)),
         ("max_limit", str(MAX_LIMIT)),
         ("style", EXPLORER_STYLE), ("script", EXPLORER_SCRIPT),  # last: their braces stay
     )
@@ -6011,6 +6098,7 @@ def make_server(host=DEFAULT_HOST, port=DEFAULT_PORT, *, db=None, api_key=None, 
     server_class = PlainServer if plain else DefaultServer
     if db:
         fake_api.add_stored(stored_declarations(db))
+    check_resources(fake_api.resources)  # a ValueError naming what cannot be served
     stores = []
     try:
         for resource in fake_api.resources:
@@ -6249,7 +6337,8 @@ def startup_note(options, server, environment):
             "Test controls: POST /__admin/reset, GET /__admin/requests." % (
                 options.host, server.server_address[1],
                 served if len(server.resources) > 1 else served[4:].capitalize(),
-                server.store.kept_in, key, options_in_force(options)))
+                server.store.kept_in, key, options_in_force(options))
+            + list_words_note(server.resources))
 
 
 def options_in_force(options):
