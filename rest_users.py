@@ -2958,7 +2958,7 @@ def item_from_entry(resource, pairs, where, digit_ids=False):
 MAX_LOADED_LENGTH = 10000  # characters in a string of a resource read off a file
 
 
-def resources_from_file(document, declared, source, text_ids=False):
+def resources_from_file(document, declared, source, text_ids=False, suffix="Id"):
     """The resources a db.json object holds, and each one's entries: a declared resource
     (users) keeps its fields and gains any other key of its items as an optional field;
     another one gets the fields its items show. An array is a collection; with text_ids,
@@ -2979,7 +2979,7 @@ def resources_from_file(document, declared, source, text_ids=False):
             raise ValueError("%s: %s: item %d of %d: is %s, not an object" % (
                 source, name, number, len(value), describe(value[number - 1])))
         known = next((resource for resource in declared if resource.collection == name), None)
-        fields = inferred_fields(value, names, known.field_names if known else None)
+        fields = inferred_fields(value, names, known.field_names if known else None, suffix)
         try:
             kind = (SingularResource if singular else TextIdResource if name in texts
                     else Resource)
@@ -2996,10 +2996,11 @@ def resources_from_file(document, declared, source, text_ids=False):
     return resources, entries
 
 
-def inferred_fields(entries, collections, declared=None):
+def inferred_fields(entries, collections, declared=None, suffix="Id"):
     """The fields json-server would see in a collection's items: each key's type is the
     JSON type its values share, required when every item has a value (for a resource not
-    declared); a key xxxId of integers refers to the collection xxxs when the file has it."""
+    declared); a key xxxId of integers refers to the collection xxxs when the file has it
+    (xxx_id with json-server's --foreignKeySuffix _id)."""
     keys = [key for key in dict.fromkeys(key for entry in entries for key, _ in entry)
             if key != "id" and key not in (declared or ())]
     fields = []
@@ -3007,10 +3008,10 @@ def inferred_fields(entries, collections, declared=None):
         values = [dict(entry).get(key) for entry in entries]
         given = [value for value in values if value is not None]
         kind, refers_to = json_type(given), None
-        if key.endswith("Id") and key[:-2] + "s" in collections and all(
+        if key.endswith(suffix) and key[:-len(suffix)] + "s" in collections and all(
                 type(value) is int or isinstance(value, str) and DIGITS.fullmatch(value)
                 for value in given):  # json-server 1.0 writes ids as strings of digits
-            kind, refers_to = "integer", key[:-2] + "s"
+            kind, refers_to = "integer", key[:-len(suffix)] + "s"
         fields.append(Field(key, kind,
                             required=declared is None and len(given) == len(values) > 0,
                             refers_to=refers_to, example=given[0] if given and kind != "json"
@@ -3075,15 +3076,20 @@ class DbFile:
     """The db.json a server serves and keeps: its document at start (what a reset brings
     back), and how it looked on disk when last read or written (an edit changes that)."""
 
-    def __init__(self, path):
+    def __init__(self, path, id_key="id", suffix="Id"):
         self.path, self.name = path, os.path.basename(path)
+        self.id_key, self.suffix = id_key, suffix  # json-server's --id and --foreignKeySuffix
         self.started = read_db_file(path)
         self.seen = file_signature(path)
 
     def contents(self, document, warn=True):
         """The resources and items of a document; a reference to a missing item (json-server's
         deletes leave them) is kept as it is, with a line per resource when warn."""
-        resources, entries = resources_from_file(document, [], self.path, text_ids=True)
+        resources, entries = resources_from_file(renamed_ids(document, self.id_key, "id"), [],
+                                                 self.path, True, self.suffix)
+        for resource in resources if self.id_key != "id" else ():
+            if not resource.singular:  # what a client sees: "_id" first
+                resource.columns = (self.id_key,) + resource.stored[1:]
         items = {resource.collection: items_from_entries(
             resource, entries[resource.collection], self.path, "%s: " % resource.collection)
             for resource in resources}
@@ -3106,6 +3112,16 @@ class DbFile:
             return file_signature(self.path) != self.seen
         except OSError:  # gone for a moment, as an editor saves: not an edit yet
             return False
+
+
+def renamed_ids(document, old, new):
+    """A db.json's document with its collections' items' key old named new (--id)."""
+    if old == new:
+        return document
+    return ObjectPairs((name, collection if isinstance(collection, ObjectPairs) else [
+        ObjectPairs((new if key == old else key, value) for key, value in entry)
+        if isinstance(entry, ObjectPairs) else entry for entry in collection]
+        if isinstance(collection, list) else collection) for name, collection in document)
 
 
 def read_db_file(path):
@@ -3291,7 +3307,11 @@ class FileHandler(UsersHandler):
         """With a file, a POST's id of the collection's kind is the new item's, as
         json-server takes it (the store says 409 if it is in use); the rest, the item's."""
         pairs = super().read_item_body(merge_patch)
-        if self.command != "POST" or self.server.db_file is None:
+        if self.server.db_file is None:
+            return pairs
+        id_key = self.server.db_file.id_key  # json-server's --id _id: "_id" is the id
+        pairs = [("id" if name == id_key else name, value) for name, value in pairs]
+        if self.command != "POST":
             return pairs
         ids = [value for name, value in pairs if name == "id"]
         problem = len(ids) == 1 and id_problem(self.resource, ids[0])
@@ -5115,8 +5135,8 @@ class FastDbFile(DbFile):
     file_bytes', as json.dumps lays them out. Measured: a POST to 50,000 posts, saved, in
     ... ms against 2,680 ms."""
 
-    def __init__(self, path):
-        super().__init__(path)
+    def __init__(self, *args):
+        super().__init__(*args)
         self.texts = {}  # collection -> {item id: (the item, its text in the file)}
 
     def encode(self, stores):
@@ -5412,13 +5432,15 @@ def render_user(user, fmt):
 def make_server(host=DEFAULT_HOST, port=DEFAULT_PORT, *, db=None, api_key=None, cors=None,
                 max_body=DEFAULT_MAX_BODY, quiet=False, timeout=DEFAULT_IDLE_TIMEOUT,
                 allow_host=(), plain=False, delay=0, fail_rate=0.0, fake_users=0, load=None,
-                users=None, resources=None, file=None, read_only=False):
+                users=None, resources=None, file=None, read_only=False, id="id",
+                foreign_key_suffix="Id"):
     """Return a bound DefaultServer, not yet serving: call serve_forever(). plain=True
     leaves out the speed-ups. cors is an origin, a list of them, or "*". delay to users are
     the fake API's options. resources: the Resources served, [USERS] when None. file: a
-    db.json to serve and keep, as json-server does; read_only: writes are 405s."""
+    db.json to serve and keep, as json-server does; read_only: writes are 405s; id: the
+    key of its items that is the id; foreign_key_suffix: what ends a key that refers."""
     fake_api = FakeApi(delay, fail_rate, fake_users, load, users, resources)  # ValueError
-    db_file = file and serve_file(fake_api, file, db, plain)
+    db_file = file and serve_file(fake_api, file, db, plain, id, foreign_key_suffix)
     server_class = PlainServer if plain else DefaultServer
     if db:
         fake_api.add_stored(stored_declarations(db))
@@ -5442,12 +5464,12 @@ def make_server(host=DEFAULT_HOST, port=DEFAULT_PORT, *, db=None, api_key=None, 
         raise
 
 
-def serve_file(fake_api, path, db, plain=False):
+def serve_file(fake_api, path, db, plain=False, id_key="id", suffix="Id"):
     """The DbFile of a db.json to serve and keep, whose resources and items fake_api now
     starts with; a ValueError if the file cannot be (or --db is given too)."""
     if db:
         raise ValueError("%s with --db: the file is the store; serve one or the other" % path)
-    db_file = DbFile(path) if plain else FastDbFile(path)
+    db_file = (DbFile if plain else FastDbFile)(path, id_key, suffix)
     fake_api.resources, fake_api.items = db_file.contents(db_file.started)
     return db_file
 
@@ -5579,6 +5601,13 @@ def add_file_arguments(parser):
                         help="serve the file's edits by hand (always on; json-server's option)")
     parser.add_argument("--read-only", "--ro", action="store_true",
                         help="take no write: POST, PUT, PATCH and DELETE are 405s")
+    parser.add_argument("--id", "-i", default="id", metavar="NAME",
+                        help="the key of the file's items that is their id, as --id _id "
+                             "(default: %(default)s)")
+    parser.add_argument("--foreign-key-suffix", "--foreignKeySuffix", default="Id",
+                        metavar="SUFFIX", help="what ends a key that refers to another "
+                        "resource, as --foreign-key-suffix _id for post_id (default: "
+                        "%(default)s, postId)")
 
 
 def add_fake_api_arguments(parser):
@@ -5642,7 +5671,8 @@ def main(argv=None):
                              cors=options.cors, max_body=options.max_body, quiet=options.quiet,
                              allow_host=options.allow_host, delay=options.delay,
                              fail_rate=options.fail_rate, fake_users=options.fake_users,
-                             load=options.load, file=options.file, read_only=options.read_only)
+                             load=options.load, file=options.file, read_only=options.read_only,
+                             id=options.id, foreign_key_suffix=options.foreign_key_suffix)
     except ValueError as error:  # a --load file with a mistake; what it is, is in the message
         print("rest_users: cannot load %s" % error, file=sys.stderr)
         return 2

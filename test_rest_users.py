@@ -7193,3 +7193,44 @@ def test_a_post_may_give_an_unused_id_of_the_collections_kind(tmp_path, variant)
             1, 2, 5, 10, 11, 12]
     finally:
         stop_server(running)
+
+
+def test_id_names_the_key_that_is_the_id(tmp_path, variant):
+    path = write_db_json(tmp_path, {"posts": [{"_id": "5f1a", "title": "from mongo"}],
+                                    "profile": {"name": "typicode"}})
+    running = start_server(variant, file=path, id="_id")
+    try:
+        reply = call(running, "GET", "/posts/5f1a")
+        assert (reply.status, reply.json()) == (200, {"_id": "5f1a", "title": "from mongo"})
+        created = post(running, "/posts", {"title": "new"})
+        assert sorted(created) == ["_id", "title"]
+        reply = call(running, "PUT", "/posts/5f1a", {"_id": "5f1a", "title": "replaced"})
+        assert (reply.status, reply.json()) == (200, {"_id": "5f1a", "title": "replaced"})
+        assert json.loads(read_back(path).decode()) == {
+            "posts": sorted([{"_id": "5f1a", "title": "replaced"}, created],
+                            key=lambda item: item["_id"]), "profile": {"name": "typicode"}}
+    finally:
+        stop_server(running)
+
+
+def test_foreign_key_suffix_names_the_keys_that_refer(tmp_path):
+    path = write_db_json(tmp_path, {"posts": [{"id": 1, "title": "t"}],
+                                    "comments": [{"id": 1, "body": "b", "post_id": 1}]})
+    running = start_server(file=path, foreign_key_suffix="_id")
+    try:
+        assert call(running, "GET", "/posts/1/comments").json() == [
+            {"id": 1, "body": "b", "post_id": 1}]
+        problem = assert_problem(call(running, "POST", "/comments", {"body": "b", "post_id": 9}),
+                                 422)
+        assert problem["errors"] == [{"field": "post_id", "message": "there is no post with id 9"}]
+    finally:
+        stop_server(running)
+
+
+def test_id_and_foreign_key_suffix_are_on_the_command_line():
+    options = rest_users.parse_arguments(["db.json", "-i", "_id", "--foreignKeySuffix", "_id"])
+    assert (options.id, options.foreign_key_suffix) == ("_id", "_id")
+    options = rest_users.parse_arguments(["--id", "uuid", "--foreign-key-suffix", "Uuid"])
+    assert (options.id, options.foreign_key_suffix) == ("uuid", "Uuid")
+    assert (rest_users.parse_arguments([]).id, rest_users.parse_arguments([]).foreign_key_suffix
+            ) == ("id", "Id")
