@@ -3068,7 +3068,7 @@ def broken_references(resources, items):
 # (POSIX rename(2)), written as json-server writes it, so that `git diff db.json` shows just
 # the change; and an edit by anyone else is served once the file is valid JSON again.
 MAKE_ONE = "make one with: echo '{\"posts\": []}' > %s"
-WATCH_EVERY = 0.25  # seconds between looks at the file for an edit by hand
+WATCH_EVERY = 0.1  # seconds between looks at the file for an edit by hand: a stat(2)
 EVERYTHING = ListQuery(limit=MAX_ID, offset=0, sort=("id",), filters=(), q=None)
 
 

@@ -6713,19 +6713,6 @@ def test_the_file_may_be_named_before_or_after_the_options():
     assert rest_users.parse_arguments(["--port", "0", "db.json"]).file == "db.json"
 
 
-def test_python_rest_users_py_db_json_serves_the_file(tmp_path):
-    path = write_db_json(tmp_path, TYPICODE)
-    process, banner = run_service(path, "--port", "0", "--quiet")
-    try:
-        served = Port(port_of(banner))
-        assert call(served, "GET", "/posts/2").json() == TYPICODE["posts"][1]
-        assert call(served, "GET", "/").json() == {
-            "posts": "/posts", "comments": "/comments", "profile": "/profile"}
-    finally:
-        process.kill()  # a clean stop waits up to a second; it is tested elsewhere
-        process.communicate(timeout=10)
-
-
 def test_a_file_serves_exactly_its_keys_and_its_users_have_no_built_in_checks(tmp_path, variant):
     running, path = file_server(tmp_path, {"users": [{"id": 1, "name": "Ada"}]}, variant)
     try:
@@ -6885,13 +6872,15 @@ def kill_during_writes(path, writers=4):
     return the posts it answered."""
     process, banner = run_service(path, "--port", "0", "--quiet")
     served, answered, enough = Port(port_of(banner)), [], threading.Event()
+    assert call(served, "GET", "/").json() == {  # python rest_users.py db.json serves it
+        "posts": "/posts", "comments": "/comments", "profile": "/profile"}
 
     def write():
         with contextlib.suppress(OSError, http.client.HTTPException):
             while True:
                 reply = call(served, "POST", "/posts", {"title": "t", "author": "a"})
                 answered.append(reply.json())
-                if len(answered) >= 30:
+                if len(answered) >= 20:
                     enough.set()
 
     threads = [threading.Thread(target=write, daemon=True) for _ in range(writers)]
@@ -6911,7 +6900,7 @@ def test_a_kill_9_during_concurrent_writes_loses_no_answered_write(tmp_path):
         answered = kill_during_writes(path)
         saved = json.loads(read_back(path).decode("utf-8"))["posts"]  # parses: never torn
         assert [post for post in answered if post not in saved] == []
-        assert len(answered) >= 30
+        assert len(answered) >= 20
 
 
 def test_read_only_answers_writes_with_405(tmp_path):
