@@ -3310,7 +3310,8 @@ class FileHandler(UsersHandler):
         if self.server.db_file is None:
             return pairs
         id_key = self.server.db_file.id_key  # json-server's --id _id: "_id" is the id
-        pairs = [("id" if name == id_key else name, value) for name, value in pairs]
+        pairs = [("id", self.path_like_id(value)) if name == id_key else (name, value)
+                 for name, value in pairs]
         if self.command != "POST":
             return pairs
         ids = [value for name, value in pairs if name == "id"]
@@ -3325,6 +3326,13 @@ class FileHandler(UsersHandler):
         with self.server.store.lock:  # one moment's items of every resource
             document = database_document(self.server.stores.values())
         self.respond(HTTPStatus.OK, json_bytes(document), JSON.content_type)
+
+    def path_like_id(self, value):
+        """A body's text id as a path gives it: digits, as a number (find_route's)."""
+        if isinstance(self.resource, TextIdResource) and isinstance(value, str) and (
+                ITEM_ID.fullmatch(value)):
+            return int(value)
+        return value
 
 
 DB_ROUTE = route("/db", r"/db", {"GET": "get_db"})

@@ -7146,6 +7146,11 @@ def test_json_server_1s_file_is_served_with_its_string_ids_and_written_back(tmp_
         reply = call(running, "GET", "/posts/" + created["id"])
         assert (reply.status, reply.json()) == (200, created)
         assert call(running, "PATCH", "/posts/2", {"views": 201}).json()["views"] == 201
+        reply = call(running, "PUT", "/posts/c002", {"id": "c002", "title": "Grüße", "views": 0})
+        assert (reply.status, reply.json()) == (200, expected["posts"][1])
+        reply = call(running, "PUT", "/posts/2", {"id": "2", "title": "another title",
+                                                  "views": 201})
+        assert (reply.status, reply.json()["id"]) == (200, "2")
         assert call(running, "DELETE", "/comments/1").status == 200
         expected["posts"][0]["views"] = 201
         expected["posts"].append(created)
