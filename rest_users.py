@@ -5477,6 +5477,9 @@ def serve_file(fake_api, path, db, plain=False, id_key="id", suffix="Id"):
     starts with; a ValueError if the file cannot be (or --db is given too)."""
     if db:
         raise ValueError("%s with --db: the file is the store; serve one or the other" % path)
+    if fake_api.items or fake_api.fake_users:
+        raise ValueError("%s with %s: the file is what is served; edit it instead" % (
+            path, "--fake-users" if fake_api.fake_users else "--load"))
     db_file = (DbFile if plain else FastDbFile)(path, id_key, suffix)
     fake_api.resources, fake_api.items = db_file.contents(db_file.started)
     return db_file

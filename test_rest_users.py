@@ -7228,3 +7228,12 @@ def test_id_and_foreign_key_suffix_are_on_the_command_line():
     assert (options.id, options.foreign_key_suffix) == ("uuid", "Uuid")
     assert (rest_users.parse_arguments([]).id, rest_users.parse_arguments([]).foreign_key_suffix
             ) == ("id", "Id")
+
+
+def test_a_file_with_load_or_fake_users_is_exit_2(tmp_path, capsys):
+    path = write_db_json(tmp_path, TYPICODE)
+    for option in (["--load", path], ["--fake-users", "3"]):
+        status, out, err = failed_start(capsys, path, *option)
+        assert (status, out) == (2, "")
+        assert err == ("rest_users: cannot load %s with %s: the file is what is served; "
+                       "edit it instead\n" % (path, option[0]))
