@@ -3098,9 +3098,16 @@ class DbFile:
         return resources, items
 
     def save(self, stores):
-        """Write the stores' items over the file, as json-server does; the caller locks."""
-        replace_file(self.path, self.encode(stores))
-        self.seen = file_signature(self.path)
+        """Write the stores' items over the file, as json-server does; the caller locks.
+        One that cannot be written (read-only, disk full) is a 507."""
+        try:
+            replace_file(self.path, self.encode(stores))
+            self.seen = file_signature(self.path)
+        except OSError as error:
+            print("rest_users: %s: %s" % (self.path, error), file=sys.stderr)
+            raise ApiError(HTTPStatus.INSUFFICIENT_STORAGE, "The change could not be saved in "
+                           "%s (%s): nothing was changed." % (self.name, error.strerror or
+                                                               error)) from None
 
     def encode(self, stores):
         """The file that holds these stores' items, as a list of bytes to write."""
@@ -3289,13 +3296,10 @@ class FileKeptStore(ResettableMemoryStore):
         if before is not None:
             try:
                 self.db_file.save(self.neighbours)
-            except OSError as error:
-                print("rest_users: %s: %s" % (self.db_file.path, error), file=sys.stderr)
+            except ApiError:
                 self.start(before[0])
                 self.last_id, self.changes = before[1], self.changes + 1
-                raise ApiError(HTTPStatus.INSUFFICIENT_STORAGE, "The change could not be "
-                               "saved in %s (%s): nothing was changed." % (
-                                   self.db_file.name, error.strerror or error)) from None
+                raise
         return result
 
 
@@ -3382,8 +3386,14 @@ class FileServer(FakeApiServer):
         if self.db_file is None:
             return super().reset()
         with self.store.lock:
+            kept = list(self.stores.values())
             self.take(self.db_file.started)
-            self.db_file.save(self.stores.values())
+            try:
+                self.db_file.save(self.stores.values())
+            except ApiError:
+                self.serve(kept)  # nothing changed
+                self.resource_targets = resource_targets(self.resources)
+                raise
         self.journal.clear()
 
     def take(self, document, warn=False):

@@ -7237,3 +7237,16 @@ def test_a_file_with_load_or_fake_users_is_exit_2(tmp_path, capsys):
         assert (status, out) == (2, "")
         assert err == ("rest_users: cannot load %s with %s: the file is what is served; "
                        "edit it instead\n" % (path, option[0]))
+
+
+def test_a_reset_that_cannot_be_saved_is_507_and_nothing_changes(tmp_path):
+    running, path = file_server(tmp_path)
+    try:
+        created = post(running, "/posts", {"title": "t", "author": "a"})
+        os.chmod(path, 0o444)
+        problem = assert_problem(call(running, "POST", "/__admin/reset"), 507)
+        assert problem["detail"] == ("The change could not be saved in db.json (the file is "
+                                     "read-only): nothing was changed.")
+        assert call(running, "GET", "/posts/3").json() == created
+    finally:
+        stop_server(running)
