@@ -6803,8 +6803,16 @@ def unsaveable_by_a_folder_gone(path):
     return folder + "-moved/db.json"
 
 
+def unsaveable_by_an_immutable_folder(path):
+    """chattr +i: a folder that even root cannot add a file to (undone by the test)."""
+    if shutil.which("chattr") is None or subprocess.run(
+            ["chattr", "+i", os.path.dirname(path)], stderr=subprocess.DEVNULL).returncode:
+        pytest.skip("chattr +i is not available here")
+
+
 @pytest.mark.parametrize("make_unsaveable", [unsaveable_by_a_read_only_file,
-                                             unsaveable_by_a_folder_gone])
+                                             unsaveable_by_a_folder_gone,
+                                             unsaveable_by_an_immutable_folder])
 def test_a_write_that_cannot_be_saved_is_507_and_nothing_changes(tmp_path, make_unsaveable):
     os.mkdir(str(tmp_path / "folder"))
     running, path = file_server(tmp_path / "folder")
@@ -6821,6 +6829,8 @@ def test_a_write_that_cannot_be_saved_is_507_and_nothing_changes(tmp_path, make_
         assert read_back(path) == json.dumps(TYPICODE).encode()
     finally:
         stop_server(running)
+        if make_unsaveable is unsaveable_by_an_immutable_folder:
+            subprocess.run(["chattr", "-i", str(tmp_path / "folder")])
 
 
 def test_reset_brings_back_the_file_as_at_start_and_writes_it(tmp_path, variant):
