@@ -6764,6 +6764,10 @@ def test_every_write_is_in_the_file_as_json_server_writes_it(tmp_path, variant):
         assert call(running, "DELETE", "/posts/3").status == 200
         del expected["posts"][2]
         assert read_back(path) == as_json_server_writes(expected)
+        for number in (4, 5):  # one POST after another: each adds to the file's end
+            post(running, "/posts", {"title": "#%d" % number, "author": "a"})
+            expected["posts"].append({"id": number, "title": "#%d" % number, "author": "a"})
+            assert read_back(path) == as_json_server_writes(expected)
         assert call(running, "GET", "/db").json() == expected
     finally:
         stop_server(running)
