@@ -3077,7 +3077,7 @@ class DbFile:
     back), and how it looked on disk when last read or written (an edit changes that)."""
 
     def __init__(self, path, id_key="id", suffix="Id"):
-        self.path, self.name = path, os.path.basename(path)
+        self.path, self.name, self.stores = path, os.path.basename(path), []
         self.id_key, self.suffix = id_key, suffix  # json-server's --id and --foreignKeySuffix
         self.started = read_db_file(path)
         self.seen = file_signature(path)
@@ -3239,7 +3239,6 @@ class FileKeptStore(ResettableMemoryStore):
     before they are answered; a change that cannot be saved is undone, and is a 507."""
 
     db_file = None  # the DbFile of the server, when it keeps one
-    neighbours = ()  # the stores of the server, all of which the file holds
 
     def create(self, fields, write=True, check=None):
         """The core's create, saved; items kept in id order, a given id among them."""
@@ -3288,14 +3287,19 @@ class FileKeptStore(ResettableMemoryStore):
         return new_text_id(self.items) if self.text_ids else super().next_id()
 
     def before_change(self, write):
-        """What to go back to if a write cannot be saved: None if nothing is to be saved."""
+        """What to go back to if a write cannot be saved: None if nothing is to be saved.
+        A store the server no longer serves (the file was edited meanwhile) takes no write."""
+        if write and self.db_file and self not in self.db_file.stores:
+            raise ApiError(HTTPStatus.SERVICE_UNAVAILABLE, "%s changed on disk while this "
+                           "request waited: nothing was changed. Try again." % (
+                               self.db_file.name), headers=[("Retry-After", "1")])
         return (list(self.items.values()), self.last_id) if write and self.db_file else None
 
     def saved(self, before, result):
         """Save every store in the file and return result; if that fails, undo, and 507."""
         if before is not None:
             try:
-                self.db_file.save(self.neighbours)
+                self.db_file.save(self.db_file.stores)
             except ApiError:
                 self.start(before[0])
                 self.last_id, self.changes = before[1], self.changes + 1
@@ -3378,7 +3382,9 @@ class FileServer(FakeApiServer):
         if self.read_only:
             self.routes = [reading_only(found) for found in self.routes]
         for store in stores if self.db_file else ():
-            store.db_file, store.neighbours = self.db_file, stores
+            store.db_file = self.db_file
+        if self.db_file:
+            self.db_file.stores = stores  # what the file holds, and the stores that may write
             store.kept_in = "%s, written at every change" % self.db_file.path
 
     def reset(self):

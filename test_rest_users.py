@@ -7264,3 +7264,19 @@ def test_a_reset_that_cannot_be_saved_is_507_and_nothing_changes(tmp_path):
         assert call(running, "GET", "/posts/3").json() == created
     finally:
         stop_server(running)
+
+
+def test_a_write_that_waited_while_the_file_was_edited_is_503_and_changes_nothing(tmp_path):
+    running, path = file_server(tmp_path)
+    try:
+        waited = running.stores["posts"]  # as a request that found its store, then waited
+        replace_by_hand(path, dict(TYPICODE, posts=[]))
+        assert served_within(running, "/posts", [])
+        with pytest.raises(rest_users.ApiError) as refused:
+            waited.create({"title": "t", "author": "a"})
+        assert (refused.value.status, refused.value.detail) == (
+            503, "db.json changed on disk while this request waited: nothing was changed. "
+                 "Try again.")
+        assert json.loads(read_back(path).decode()) == dict(TYPICODE, posts=[])
+    finally:
+        stop_server(running)
