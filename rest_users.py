@@ -3101,7 +3101,7 @@ class DbFile:
         """Write the stores' items over the file, as json-server does; the caller locks.
         One that cannot be written (read-only, disk full) is a 507."""
         try:
-            replace_file(self.path, self.encode(stores))
+            replace_file(os.path.realpath(self.path), self.encode(stores))  # a link stays
             self.seen = file_signature(self.path)
         except OSError as error:
             print("rest_users: %s: %s" % (self.path, error), file=sys.stderr)

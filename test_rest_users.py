@@ -7280,3 +7280,17 @@ def test_a_write_that_waited_while_the_file_was_edited_is_503_and_changes_nothin
         assert json.loads(read_back(path).decode()) == dict(TYPICODE, posts=[])
     finally:
         stop_server(running)
+
+
+def test_a_file_reached_by_a_symbolic_link_is_written_where_the_link_points(tmp_path):
+    target = write_db_json(tmp_path, TYPICODE)
+    os.mkdir(str(tmp_path / "project"))
+    link = str(tmp_path / "project" / "db.json")
+    os.symlink(target, link)
+    running = start_server(file=link)
+    try:
+        post(running, "/posts", {"title": "t", "author": "a"})
+    finally:
+        stop_server(running)
+    assert os.path.islink(link)
+    assert len(json.loads(read_back(target).decode())["posts"]) == 3
