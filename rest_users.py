@@ -3335,6 +3335,9 @@ class FileHandler(UsersHandler):
 
     def get_db(self):
         """GET /db: every resource's items, in JSON, as json-server's db.json holds them."""
+        if self.format is not JSON:
+            raise ApiError(HTTPStatus.NOT_ACCEPTABLE, "GET /db answers in JSON only, as "
+                           "json-server's db.json is; ask each resource for XML.")
         with self.server.store.lock:  # one moment's items of every resource
             document = database_document(self.server.stores.values())
         self.respond(HTTPStatus.OK, json_bytes(document), JSON.content_type)

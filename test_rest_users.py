@@ -6791,6 +6791,10 @@ def test_get_db_is_the_whole_api_as_the_file_holds_it(tmp_path):
         reply = call(running, "GET", "/db")
         assert (reply.status, reply.headers["Content-Type"]) == (200, JSON_TYPE)
         assert reply.json() == TYPICODE
+        problem = assert_problem(call(running, "GET", "/db", headers={"Accept": XML_TYPE}), 406,
+                                 "xml")
+        assert problem["detail"] == ("GET /db answers in JSON only, as json-server's db.json "
+                                     "is; ask each resource for XML.")
     finally:
         stop_server(running)
 
