@@ -3398,6 +3398,8 @@ class FileServer(FakeApiServer):
         """Back to the file as it was at start, written."""
         if self.db_file is None:
             return super().reset()
+        if self.read_only:  # no write changed the items: the file, and any edit, stays
+            return self.journal.clear()
         with self.store.lock:
             kept = list(self.stores.values())
             self.take(self.db_file.started)
