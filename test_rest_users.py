@@ -2378,7 +2378,7 @@ def test_a_bad_delay_is_a_usage_error(value, capsys):
         rest_users.parse_arguments(["--delay", value])
     assert exited.value.code == 2
     stderr = capsys.readouterr().err
-    assert stderr.startswith("usage: ") and ("--delay: must be milliseconds from 0 to 60000, "
+    assert stderr.startswith("usage: ") and ("--delay/-d: must be milliseconds from 0 to 60000, "
                                              "or MIN-MAX, not %r" % value) in stderr
 
 
