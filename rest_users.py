@@ -3328,9 +3328,11 @@ class DialectHandler(UsersHandler):
             self.resource, pairs)
         query, kept = super().read_list_query(query_string) if self.dialect is None else (
             self.dialect.list_query(), self.dialect.kept)
-        if lists_as_json_server(self.resource) and not any(
-                name in SIZED_BY for name, _ in pairs):  # json-server has no default page
-            query = query._replace(limit=EVERY_ITEM)
+        names = [name for name, _ in pairs]
+        if lists_as_json_server(self.resource) and not any(name in SIZED_BY for name in names):
+            # json-server has no default page, and reads _start only with _end or _limit
+            query = query._replace(limit=EVERY_ITEM, offset=query.offset if "offset" in names
+                                   else 0)
         return query, kept
 
     def render_page(self, query, total, items):
@@ -3707,7 +3709,8 @@ def parameter_kind(resource, name):
     field, colon, test = name.partition(":")
     if not colon:
         field, test = split_suffix(name)
-        if test == "contains" and lists_as_json_server(resource):
+        if test == "contains" and (lists_as_json_server(resource)
+                                   or is_nested_key(resource, field)):
             test = "like"  # json-server 0.17's _like: a regular expression
     elif test not in COLON_TESTS:
         return None
