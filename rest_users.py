@@ -2231,7 +2231,9 @@ def sql_condition(resource, field, test, count):
 def sql_arguments(resource, field, test, values):
     """The arguments sql_condition's SQL takes for these values."""
     if field not in resource.position or test == "like":  # the path in the JSON, the test
-        return [json.dumps([field.split(".")[1:], test]), json.dumps(values)]
+        kind = "json" if field not in resource.fields_by_name else resource.fields_by_name[
+            field].type  # a boolean column holds 0 or 1
+        return [json.dumps([field.split(".")[1:], test, kind]), json.dumps(values)]
     if test in ("eq", "ne", "lt", "lte", "gt", "gte"):
         return list(values)
     text = values[0].casefold()
@@ -2248,9 +2250,11 @@ def sql_search(resource, name):
 def sql_passes_as_json_server(value, path_and_test, values):
     """passes_as_json_server for SQL: a value, or a json field's JSON text and the path
     inside it, with the test, and the values as JSON."""
-    (path, test), values = json.loads(path_and_test), json.loads(values)
+    (path, test, kind), values = json.loads(path_and_test), json.loads(values)
     if path and value is not None:
         value = value_at(json.loads(value), path)
+    elif kind == "boolean" and value is not None:
+        value = bool(value)
     return passes_as_json_server(value, test, values)
 
 
@@ -3434,6 +3438,8 @@ def as_javascript_text(value):
         return ",".join("" if member is None else as_javascript_text(member) for member in value)
     if isinstance(value, dict):
         return "[object Object]"
+    if type(value) is float and value.is_integer():
+        value = int(value)  # JavaScript writes 3.0 as 3
     return value if isinstance(value, str) else JSON_ENCODER.encode(value)
 
 
@@ -3716,7 +3722,7 @@ def parameter_kind(resource, name):
         return None
     if is_nested_key(resource, field):  # json-server's address.city
         return field, test
-    if field in resource.sorted_by and not ((test in TEXT_TESTS or test == "like") and (
+    if field in resource.sorted_by and not (test in TEXT_TESTS and (  # _like: any, as text
             field == "id" or resource.fields_by_name[field].type != "string")):
         return field, test
     return None

@@ -6788,6 +6788,8 @@ def test_a_nested_key_under_no_object_field_is_a_400_naming_it(placeholder):
     ("meta.tags_like=^rest,js", [1]),  # an array as JavaScript writes it, as json-server tests it
     ("meta.tags=xml", [2]),
     ("meta.likes_gte=7", [3]),
+    ("userId_like=^2$", [3]),  # any field, as JavaScript writes its value
+    ("id_like=1|3", [1, 3]),
 ])
 def test_like_is_a_regular_expression_ignoring_case_as_json_server_0_17s(
         placeholder, query, expected):
@@ -7156,3 +7158,9 @@ def test_a_problem_only_client_deleting_with_dependent_gets_406_and_nothing_is_d
     assert_problem(reply, 406)
     assert item_ids(call(placeholder_to_change, "GET", "/posts")) == [1, 2, 3]
     assert item_ids(call(placeholder_to_change, "GET", "/todos")) == [1]
+
+
+@pytest.mark.parametrize("query, expected", [("completed_like=^fal", [1]), ("completed_like=1", []),
+                                             ("completed_like=true", [])])
+def test_like_reads_a_boolean_as_json_server_writes_it_on_both_stores(placeholder, query, expected):
+    assert item_ids(call(placeholder, "GET", "/todos?" + query)) == expected
