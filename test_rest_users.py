@@ -6816,7 +6816,8 @@ def test_a_like_pattern_that_could_run_for_minutes_is_a_400_at_once(placeholder,
 
 
 @pytest.mark.parametrize("pattern, expected", [("(ab)+c", []), ("(?:s)un[t]", [1]),
-                                              (r"\(x+\)+", []), ("[(a+)+]", [1, 3]), ("(a+)?b", [])])
+                                              (r"\(x+\)+", []), ("[(a+)+]", [1, 3]),
+                                              ("(a+)?b", [])])
 def test_a_like_pattern_with_groups_not_nested_in_quantifiers_is_taken(placeholder, pattern,
                                                                       expected):
     assert item_ids(call(placeholder, "GET", "/posts?title_like=" + quote(pattern))) == expected
@@ -7004,7 +7005,8 @@ def test_json_servers_short_options_are_taken():
 
 @pytest.mark.parametrize("args, named", [
     (["--middlewares", "log.js"], "--middlewares/-m"), (["-m", "log.js"], "--middlewares/-m"),
-    (["--config", "json-server.json"], "--config/-c"), (["--snapshots", "snaps"], "--snapshots/-S"),
+    (["--config", "json-server.json"], "--config/-c"),
+    (["--snapshots", "snaps"], "--snapshots/-S"),
 ])
 def test_a_json_server_option_not_done_is_a_usage_error_naming_it(args, named, capsys):
     with pytest.raises(SystemExit) as exited:
@@ -7119,14 +7121,16 @@ def test_static_leaves_the_routes_to_the_api_and_the_explorer_moves(static):
 
 
 @pytest.mark.parametrize("target", [
-    "/../secret.txt", "/css/../../secret.txt", "/%2e%2e/secret.txt", "/css/%2E%2E/%2e%2e/secret.txt",
+    "/../secret.txt", "/css/../../secret.txt", "/%2e%2e/secret.txt",
+    "/css/%2E%2E/%2e%2e/secret.txt",
     "/css%2f..%2f..%2fsecret.txt", "/css/..%2F..%2Fsecret.txt", "/css%5c..%5c..%5csecret.txt",
     "/secret.txt", "/outside/secret.txt", "/.env", "/nothing.html", "/css/", "/%ff",
 ])
 def test_static_never_serves_a_file_outside_its_folder(static, target):
     reply = call(static, "GET", target)
     problem = assert_problem(reply, 404)
-    assert "the secret" not in reply.text() and problem["detail"].startswith("There is nothing at ")
+    assert "the secret" not in reply.text()
+    assert problem["detail"].startswith("There is nothing at ")
 
 
 def test_the_explorer_moved_by_static_still_opens_each_resource(browser, static):
@@ -7160,7 +7164,8 @@ def test_a_problem_only_client_deleting_with_dependent_gets_406_and_nothing_is_d
     assert item_ids(call(placeholder_to_change, "GET", "/todos")) == [1]
 
 
-@pytest.mark.parametrize("query, expected", [("completed_like=^fal", [1]), ("completed_like=1", []),
-                                             ("completed_like=true", [])])
-def test_like_reads_a_boolean_as_json_server_writes_it_on_both_stores(placeholder, query, expected):
+@pytest.mark.parametrize("query, expected", [
+    ("completed_like=^fal", [1]), ("completed_like=1", []), ("completed_like=true", [])])
+def test_like_reads_a_boolean_as_json_server_writes_it_on_both_stores(placeholder, query,
+                                                                     expected):
     assert item_ids(call(placeholder, "GET", "/todos?" + query)) == expected
