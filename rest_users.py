@@ -2015,6 +2015,8 @@ class SQLiteStore:
                                     and any(wanted in found.casefold()
                                             for found in strings_in(json.loads(text))))
             self.db.create_function("passes_as_json_server", 3, sql_passes_as_json_server)
+            self.db.create_function("json_sort_value", 2, lambda text, path: None if (
+                text is None) else sql_sort_value(value_at(json.loads(text), json.loads(path))))
         try:
             self.db.executescript(self.PRAGMAS + ";".join(sql_schema(resource)))
             self.add_missing_columns()
@@ -2095,14 +2097,14 @@ class SQLiteStore:
                                                     for name in searched] or ["0"]))
             arguments += [query.q.casefold()] * len(searched)
         where = " WHERE " + " AND ".join(conditions) if conditions else ""
-        order = ", ".join(sql_name(key.lstrip("-")) + (" DESC" if key[0] == "-" else "")
+        order = ", ".join(sql_order(self.resource, key) + (" DESC" if key[0] == "-" else "")
                           for key in query.sort + ("id",))  # keys from the sort keys only
         with self.lock, self.failures_answered():
             total = self.count if not conditions else self.db.execute(
                 "SELECT COUNT(*) FROM %s%s" % (self.table, where), arguments).fetchone()[0]
             rows = self.db.execute("SELECT %s FROM %s%s ORDER BY %s LIMIT ? OFFSET ?" % (
-                self.columns, self.table, where, order),
-                arguments + [query.limit, query.offset]).fetchall()
+                self.columns, self.table, where, order), arguments + sql_order_arguments(
+                    self.resource, query.sort) + [query.limit, query.offset]).fetchall()
         return total, [self.item(row) for row in rows]
 
     def write(self, sql, item, *more):
@@ -2245,6 +2247,27 @@ def sql_search(resource, name):
     if name in resource.from_json:
         return "has_text_in_json(%s, ?)" % sql_name(name)
     return "instr(casefold(%s), ?)" % sql_name(name)
+
+
+def sql_order(resource, key):
+    """The SQL a sort key orders by: its column, or the value at a key inside a json field
+    (_sort=address.city), whose path is an argument (sql_order_arguments)."""
+    name = key.lstrip("-")
+    if name in resource.position:
+        return sql_name(name)
+    return "json_sort_value(%s, ?)" % sql_name(name.partition(".")[0])
+
+
+def sql_order_arguments(resource, keys):
+    """The paths, in JSON, of the sort keys inside a json field, in order."""
+    return [json.dumps(key.lstrip("-").split(".")[1:]) for key in keys
+            if key.lstrip("-") not in resource.position]
+
+
+def sql_sort_value(value):
+    """A value inside a json field as SQL orders it, as json_sort_value does in memory:
+    NULL, then numbers (booleans as 0 and 1), text, and objects and arrays as their JSON."""
+    return json_bytes(value) if isinstance(value, (dict, list)) else value
 
 
 def sql_passes_as_json_server(value, path_and_test, values):
@@ -3391,6 +3414,21 @@ TEXT_TESTS = {"contains": operator.contains, "startsWith": str.startswith, "ends
 class DialectMemoryStore(MemoryStore):
     """MemoryStore whose filters make every test the dialects ask for."""
 
+    def list(self, query):
+        """Also sorted by a key inside a json field (_sort=address.city), as json-server
+        sorts: the core's list filters, and sorts in id order, the keys are sorted by here
+        as the core sorts by them."""
+        position = self.resource.position
+        if all(key.lstrip("-") in position for key in query.sort):
+            return super().list(query)
+        total, matches = super().list(query._replace(sort=("id",), offset=0, limit=EVERY_ITEM))
+        for key in reversed(query.sort):  # stable: ties follow the later keys, then the id
+            name = key.lstrip("-")
+            matches.sort(key=sort_value(self.resource, name) if name in position else (
+                lambda item, root=name.partition(".")[0], path=name.split(".")[1:]:
+                json_sort_value(value_at(item[position[root]], path))), reverse=key[0] == "-")
+        return total, matches[query.offset:query.offset + query.limit]
+
     def passes(self, item, query):
         """Also the filters on a key inside a json field (address.city), and q through a
         json field's objects and arrays."""
@@ -3418,6 +3456,17 @@ class DialectMemoryStore(MemoryStore):
         if test in ORDER_TESTS:
             return ORDER_TESTS[test](value, values[0])
         return TEXT_TESTS[test](value.casefold(), values[0].casefold())
+
+
+def json_sort_value(value):
+    """A value inside a json field as a sort key: a none first, then numbers (booleans as 0
+    and 1), strings, and objects and arrays by their JSON, as SQLite orders NULL, numbers,
+    text and blobs."""
+    if value is None:
+        return (0, 0)
+    if isinstance(value, (bool, int, float)):
+        return (1, value)
+    return (2, value) if isinstance(value, str) else (3, json_bytes(value))
 
 
 def value_at(value, keys):
@@ -3620,7 +3669,7 @@ class DialectQuery:
             return (json_sort_key(self.resource, given["sort"]),)
         if self.sorting != "_sort":
             return sort_keys(self.resource, "sort", given.get("sort", "id"))
-        keys = sort_keys(self.resource, "_sort", given["_sort"])  # json-server 1.0: _sort=-name,id
+        keys = dialect_sort_keys(self.resource, given["_sort"])  # 1.0's too: _sort=-name,id
         return ordered_keys(keys, given["_order"]) if "_order" in given else keys
 
     def read_json_filter(self, text):
@@ -3687,10 +3736,21 @@ def start_page(given):
     return start, end - start
 
 
+def dialect_sort_keys(resource, text):
+    """_sort's keys, as sort_keys reads them, where a key may be inside a json field too
+    (address.city), as json-server sorts by any path."""
+    keys = tuple(text.split(","))
+    plain = [key for key in keys if not is_nested_key(resource, key.lstrip("-"))]
+    if plain:
+        sort_keys(resource, "_sort", ",".join(plain))
+    return keys
+
+
 def json_sort_key(resource, text):
     """react-admin's sort=["name", "DESC"] as the core's sort key, "-name"."""
     field, order = json_parameter("sort", text, list)
-    if field not in resource.sorted_by or order not in ("ASC", "DESC", "asc", "desc"):
+    if not (field in resource.sorted_by or isinstance(field, str) and is_nested_key(
+            resource, field)) or order not in ("ASC", "DESC", "asc", "desc"):
         raise BadQuery('sort must be ["FIELD", "ASC" or "DESC"], FIELD one of %s.'
                        % ", ".join(resource.sorted_by))
     return ("-" if order.upper() == "DESC" else "") + field

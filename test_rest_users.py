@@ -7169,3 +7169,17 @@ def test_a_problem_only_client_deleting_with_dependent_gets_406_and_nothing_is_d
 def test_like_reads_a_boolean_as_json_server_writes_it_on_both_stores(placeholder, query,
                                                                      expected):
     assert item_ids(call(placeholder, "GET", "/todos?" + query)) == expected
+
+
+@pytest.mark.parametrize("query, expected", [
+    ("/users?_sort=address.city&_order=desc", [2, 1]),
+    ("/users?_sort=-address.geo.lat", [2, 1]),  # json-server 1.0's; strings sort as text
+    ("/users?sort=" + quote('["address.city","DESC"]'), [2, 1]),
+    ("/posts?_sort=meta.likes", [1, 2, 3]),  # a none first, ties by id
+    ("/posts?_sort=meta.likes&_order=desc", [3, 1, 2]),
+    ("/posts?_sort=meta.tags", [3, 1, 2]),  # arrays by their JSON
+    ("/posts?_sort=category,meta.likes&_order=asc,desc", [3, 1, 2]),
+    ("/posts?_sort=meta.likes,-id", [2, 1, 3]),
+])
+def test_a_list_sorts_by_a_key_inside_an_object_on_both_stores(placeholder, query, expected):
+    assert item_ids(call(placeholder, "GET", query)) == expected
