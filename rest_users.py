@@ -5655,6 +5655,12 @@ def check_json_server_arguments(parser, options):
     return options
 
 
+def json_server_given(options):
+    """The options of add_json_server_arguments in force, as given, for the startup line."""
+    return [("--no-cors", options.no_cors), ("--routes", options.routes),
+            ("--static", options.static)]
+
+
 def json_server_keywords(options):
     """make_server's keywords for the options of add_json_server_arguments."""
     return {"no_cors": options.no_cors, "routes": options.routes, "static": options.static}
@@ -5686,8 +5692,9 @@ def options_in_force(options):
              ("--load", options.load),
              ("--delay", high and ("%d-%d" % (low, high) if low != high else str(low))),
              ("--fail-rate", options.fail_rate and repr(options.fail_rate))]
-    given += [("--cors", origin) for origin in options.cors]
-    shown = ["%s %s" % (name, value) for name, value in given if value]
+    given += [("--cors", origin) for origin in options.cors] + json_server_given(options)
+    shown = [name if value is True else "%s %s" % (name, value)  # a flag: its name
+             for name, value in given if value]
     return " In force: %s." % ", ".join(shown) if shown else ""
 
 

@@ -7183,3 +7183,12 @@ def test_like_reads_a_boolean_as_json_server_writes_it_on_both_stores(placeholde
 ])
 def test_a_list_sorts_by_a_key_inside_an_object_on_both_stores(placeholder, query, expected):
     assert item_ids(call(placeholder, "GET", query)) == expected
+
+
+def test_the_startup_line_names_json_servers_options_in_force(tmp_path):
+    routes = tmp_path / "routes.json"
+    routes.write_text('{"/api/*": "/$1"}')
+    options = rest_users.parse_arguments(["-p", "0", "--routes", str(routes), "-s",
+                                          str(tmp_path), "--no-cors"])
+    assert rest_users.options_in_force(options) == " In force: --no-cors, --routes %s, " \
+        "--static %s." % (routes, tmp_path)
