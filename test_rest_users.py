@@ -6885,21 +6885,20 @@ def test_dependent_deletes_all_or_nothing(placeholder_to_change):
     ("_dependent=posts,,todos", "_dependent takes posts or todos, the resources that refer to "
                                 "a user, not an empty name."),
 ])
-def test_dependent_naming_no_resource_that_refers_is_a_400(placeholder_to_change, query, detail):
-    problem = assert_problem(call(placeholder_to_change, "DELETE", "/users/2?" + query), 400)
-    assert problem["detail"] == detail + (
-        " See GET /users in the README.")
-    assert call(placeholder_to_change, "GET", "/users/2").status == 200
+def test_dependent_naming_no_resource_that_refers_is_a_400(placeholder, query, detail):
+    problem = assert_problem(call(placeholder, "DELETE", "/users/2?" + query), 400)
+    assert problem["detail"] == detail + " See GET /users in the README."
+    assert call(placeholder, "GET", "/users/2").status == 200
 
 
 @pytest.mark.parametrize("origin", ["http://localhost:5173", "http://127.0.0.1:3000",
                                     "http://[::1]:8080", "http://localhost", "https://localhost:1",
                                     "http://app.localhost:5173", "http://127.0.0.2:8000"])
-def test_a_page_from_a_loopback_origin_may_call_the_api_by_default(placeholder, origin):
-    reply = call(placeholder, "GET", "/posts", headers={"Origin": origin})
+def test_a_page_from_a_loopback_origin_may_call_the_api_by_default(static, origin):
+    reply = call(static, "GET", "/posts", headers={"Origin": origin})
     assert reply.headers["Access-Control-Allow-Origin"] == origin
     assert reply.headers["Vary"] == "Accept, Origin"
-    preflight = call(placeholder, "OPTIONS", "/posts/1", headers={
+    preflight = call(static, "OPTIONS", "/posts/1", headers={
         "Origin": origin, "Access-Control-Request-Method": "DELETE"})
     assert (preflight.status, preflight.headers["Access-Control-Allow-Origin"]) == (204, origin)
     assert preflight.headers["Access-Control-Allow-Methods"] == (
@@ -6910,8 +6909,8 @@ def test_a_page_from_a_loopback_origin_may_call_the_api_by_default(placeholder, 
                                     "http://127.0.0.1.evil.example", "null",
                                     "http://localhost:5173/path", "file://", "http://[::2]:80",
                                     "http://[::1", "http://localhost:x", "http://u@localhost"])
-def test_a_page_from_another_origin_gets_no_cors_headers_by_default(placeholder, origin):
-    reply = call(placeholder, "GET", "/posts", headers={"Origin": origin})
+def test_a_page_from_another_origin_gets_no_cors_headers_by_default(static, origin):
+    reply = call(static, "GET", "/posts", headers={"Origin": origin})
     assert "Access-Control-Allow-Origin" not in reply.headers
     assert reply.headers["Vary"] == "Accept, Origin"
 
@@ -6946,11 +6945,11 @@ def test_no_cors_and_cors_together_are_a_usage_error(capsys):
         "error: argument --cors: not allowed with argument --no-cors\n")
 
 
-def test_admin_answers_carry_no_cors_for_a_loopback_origin_either(placeholder):
-    reply = call(placeholder, "GET", "/__admin/requests",
-                 headers={"Origin": "http://localhost:%d" % placeholder.server_address[1]})
+def test_admin_answers_carry_no_cors_for_a_loopback_origin_either(static):
+    reply = call(static, "GET", "/__admin/requests",
+                 headers={"Origin": "http://localhost:%d" % static.server_address[1]})
     assert "Access-Control-Allow-Origin" not in reply.headers
-    preflight = call(placeholder, "OPTIONS", "/__admin/reset", headers={
+    preflight = call(static, "OPTIONS", "/__admin/reset", headers={
         "Origin": "http://localhost:5173", "Access-Control-Request-Method": "POST"})
     assert "Access-Control-Allow-Origin" not in preflight.headers
 
