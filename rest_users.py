@@ -3382,8 +3382,10 @@ class DialectHandler(UsersHandler):
         return headers
 
     def url_base(self):
-        """http://HOST of this request, as its Host names it, for json-server's whole URLs."""
-        return "http://" + (self.headers.get("Host") or "%s:%d" % self.server.server_address[:2])
+        """http://HOST of this request, for json-server's whole URLs: as an absolute-form
+        target names it (Appendix A reads it, RFC 9112 §3.2.2), else as its Host does."""
+        return "http://" + (getattr(self, "authority", None) or self.headers.get("Host")
+                            or "%s:%d" % self.server.server_address[:2])
 
 
 # json-server lists every item unless a page is asked for: a limit beyond any list, whose
@@ -5096,8 +5098,8 @@ class FastHandler(EdgeHandler):
         page again and again, and rendering 100 users costs more than all the rest of the
         request. A write makes a new count, so no page outlives it. Measured: GET /users at
         3.58 times the req/s."""
-        key = (self.path, self.headers.get("Host"), self.format,  # the path holds the query;
-               self.server.changes())  # json-server's page links, the Host
+        key = (self.path, self.authority or self.headers.get("Host"),  # the path holds the
+               self.format, self.server.changes())  # query; json-server's links, the host
         kept = self.server.pages
         return kept.get(key) or kept.keep(key, super().page(query_string))
 

@@ -7191,3 +7191,13 @@ def test_the_startup_line_names_json_servers_options_in_force(tmp_path):
                                           str(tmp_path), "--no-cors"])
     assert rest_users.options_in_force(options) == " In force: --no-cors, --routes %s, " \
         "--static %s." % (routes, tmp_path)
+
+
+def test_a_files_page_links_follow_an_absolute_form_targets_authority(placeholder):
+    port = placeholder.server_address[1]
+    answer = raw(placeholder, ("GET http://localhost:%d/todos?_limit=1 HTTP/1.1\r\nHost: "
+                               "127.0.0.1:%d\r\nConnection: close\r\n\r\n" % (port, port)
+                               ).encode())
+    assert ('\r\nLink: <http://localhost:%d/todos?limit=1&offset=0>; rel="first", '
+            '<http://localhost:%d/todos?limit=1&offset=0>; rel="last"\r\n' % (port, port)
+            ).encode() in answer
