@@ -2976,6 +2976,7 @@ class FakeApi:
             kind = SingularResource if declaration["singular"] else Resource
             resource = kind(collection, (known.fields if known else ()) + tuple(fields),
                             item=declaration["item"])
+            resource.json_server = True  # a db.json's, as when the file was loaded
             self.resources = [resource if each is known else each for each in self.resources]
             if known is None:
                 self.resources.append(resource)
@@ -3205,6 +3206,7 @@ def resources_from_file(document, declared, source):
         except ValueError as error:
             raise ValueError("%s: %s: %s" % (source, name, error)) from None
         resources = [resource if each is known else each for each in resources]
+        resource.json_server = True  # a db.json's: listed as json-server lists (Appendix C)
         if known is None:
             resource.inferred = True  # read off a file: the database keeps it (--db)
             resources.append(resource)
@@ -3395,9 +3397,9 @@ SIZED_BY = ("limit", "_limit", "_end", "_page", "_per_page", "range")
 
 
 def lists_as_json_server(resource):
-    """Whether a resource was read off a json-server db.json, so that its list, its links
-    and its _like are json-server's."""
-    return getattr(resource, "inferred", False)
+    """Whether a resource is a json-server db.json's (users too, when the file has them),
+    so that its list, its links and its _like are json-server's."""
+    return getattr(resource, "json_server", False)
 
 
 def in_our_parameters(resource, pairs):

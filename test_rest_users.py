@@ -7201,3 +7201,8 @@ def test_a_files_page_links_follow_an_absolute_form_targets_authority(placeholde
     assert ('\r\nLink: <http://localhost:%d/todos?limit=1&offset=0>; rel="first", '
             '<http://localhost:%d/todos?limit=1&offset=0>; rel="last"\r\n' % (port, port)
             ).encode() in answer
+
+
+def test_a_files_users_list_and_like_as_json_servers_too(placeholder):
+    reply = call(placeholder, "GET", "/users?name_like=^e")
+    assert (item_ids(reply), "Link" in reply.headers) == ([2], False)
