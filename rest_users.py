@@ -2404,8 +2404,8 @@ def referred_to(resource, item_id, counts):
     named = in_words(["%d %s" % (count, child.item if count == 1 else child.collection)
                       for child, count in counts])
     them = "it" if sum(count for _, count in counts) == 1 else "them"
-    return ("The %s with id %d is referred to by %s; change or delete %s first, or delete %s "
-            "too with DELETE %s/%d?_dependent=%s: nothing was deleted." % (
+    return ("The %s with id %s is referred to by %s; change or delete %s first, or delete %s "
+            "too with DELETE %s/%s?_dependent=%s: nothing was deleted." % (
                 resource.item, item_id, named, them, them, resource.path, item_id,
                 ",".join(child.collection for child, _ in counts)))
 
