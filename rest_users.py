@@ -2114,6 +2114,8 @@ class SQLiteStore:
                                     and any(wanted in found.casefold()
                                             for found in strings_in(json.loads(text))))
             self.db.create_function("passes_as_json_server", 3, sql_passes_as_json_server)
+            self.db.create_function("json_sort_value", 2, lambda text, path: None if (
+                text is None) else sql_sort_value(value_at(json.loads(text), json.loads(path))))
         try:
             check_columns(resource)
             self.db.executescript(self.PRAGMAS + ";".join(sql_schema(resource)))
@@ -2195,14 +2197,14 @@ class SQLiteStore:
                                                     for name in searched] or ["0"]))
             arguments += [query.q.casefold()] * len(searched)
         where = " WHERE " + " AND ".join(conditions) if conditions else ""
-        order = ", ".join(column_name(key.lstrip("-")) + (" DESC" if key[0] == "-" else "")
+        order = ", ".join(sql_order(self.resource, key) + (" DESC" if key[0] == "-" else "")
                           for key in query.sort + ("id",))  # keys from the sort keys only
         with self.lock, self.failures_answered():
             total = self.count if not conditions else self.db.execute(
                 "SELECT COUNT(*) FROM %s%s" % (self.table, where), arguments).fetchone()[0]
             rows = self.db.execute("SELECT %s FROM %s%s ORDER BY %s LIMIT ? OFFSET ?" % (
-                self.columns, self.table, where, order),
-                arguments + [query.limit, query.offset]).fetchall()
+                self.columns, self.table, where, order), arguments + sql_order_arguments(
+                    self.resource, query.sort) + [query.limit, query.offset]).fetchall()
         return total, [self.item(row) for row in rows]
 
     def write(self, sql, item, *more):
@@ -2342,7 +2344,9 @@ def sql_condition(resource, field, test, count):
 def sql_arguments(resource, field, test, values):
     """The arguments sql_condition's SQL takes for these values."""
     if field not in resource.position or test == "like":  # the path in the JSON, the test
-        return [json.dumps([field.split(".")[1:], test]), json.dumps(values)]
+        kind = "json" if field not in resource.fields_by_name else resource.fields_by_name[
+            field].type  # a boolean column holds 0 or 1
+        return [json.dumps([field.split(".")[1:], test, kind]), json.dumps(values)]
     if test in ("eq", "ne", "lt", "lte", "gt", "gte"):
         return list(values)
     text = values[0].casefold()
@@ -2356,12 +2360,35 @@ def sql_search(resource, name):
     return "instr(casefold(%s), ?)" % column_name(name)
 
 
+def sql_order(resource, key):
+    """The SQL a sort key orders by: its column, or the value at a key inside a json field
+    (_sort=address.city), whose path is an argument (sql_order_arguments)."""
+    name = key.lstrip("-")
+    if name in resource.position:
+        return column_name(name)
+    return "json_sort_value(%s, ?)" % column_name(name.partition(".")[0])
+
+
+def sql_order_arguments(resource, keys):
+    """The paths, in JSON, of the sort keys inside a json field, in order."""
+    return [json.dumps(key.lstrip("-").split(".")[1:]) for key in keys
+            if key.lstrip("-") not in resource.position]
+
+
+def sql_sort_value(value):
+    """A value inside a json field as SQL orders it, as json_sort_value does in memory:
+    NULL, then numbers (booleans as 0 and 1), text, and objects and arrays as their JSON."""
+    return json_bytes(value) if isinstance(value, (dict, list)) else value
+
+
 def sql_passes_as_json_server(value, path_and_test, values):
     """passes_as_json_server for SQL: a value, or a json field's JSON text and the path
     inside it, with the test, and the values as JSON."""
-    (path, test), values = json.loads(path_and_test), json.loads(values)
+    (path, test, kind), values = json.loads(path_and_test), json.loads(values)
     if path and value is not None:
         value = value_at(json.loads(value), path)
+    elif kind == "boolean" and value is not None:
+        value = bool(value)
     return passes_as_json_server(value, test, values)
 
 
@@ -3121,6 +3148,7 @@ class FakeApi:
             kind = SingularResource if declaration["singular"] else Resource
             resource = kind(collection, (known.fields if known else ()) + tuple(fields),
                             item=declaration["item"])
+            resource.json_server = True  # a db.json's, as when the file was loaded
             self.resources = [resource if each is known else each for each in self.resources]
             if known is None:
                 self.resources.append(resource)
@@ -3420,6 +3448,7 @@ def resources_from_file(document, declared, source, text_ids=False, suffix="Id")
         except ValueError as error:
             raise ValueError("%s: %s: %s" % (source, name, error)) from None
         resources = [resource if each is known else each for each in resources]
+        resource.json_server = True  # a db.json's: listed as json-server lists (Appendix C)
         if known is None:
             resource.inferred = True  # read off a file: the database keeps it (--db)
             resources.append(resource)
@@ -3985,9 +4014,11 @@ class DialectHandler(UsersHandler):
             self.resource, pairs)
         query, kept = super().read_list_query(query_string) if self.dialect is None else (
             self.dialect.list_query(), self.dialect.kept)
-        if lists_as_json_server(self.resource) and not any(
-                name in SIZED_BY for name, _ in pairs):  # json-server has no default page
-            query = query._replace(limit=EVERY_ITEM)
+        names = [name for name, _ in pairs]
+        if lists_as_json_server(self.resource) and not any(name in SIZED_BY for name in names):
+            # json-server has no default page, and reads _start only with _end or _limit
+            query = query._replace(limit=EVERY_ITEM, offset=query.offset if "offset" in names
+                                   else 0)
         return query, kept
 
     def render_page(self, query, total, items):
@@ -4010,8 +4041,10 @@ class DialectHandler(UsersHandler):
         return headers
 
     def url_base(self):
-        """http://HOST of this request, as its Host names it, for json-server's whole URLs."""
-        return "http://" + (self.headers.get("Host") or "%s:%d" % self.server.server_address[:2])
+        """http://HOST of this request, for json-server's whole URLs: as an absolute-form
+        target names it (Appendix A reads it, RFC 9112 §3.2.2), else as its Host does."""
+        return "http://" + (getattr(self, "authority", None) or self.headers.get("Host")
+                            or "%s:%d" % self.server.server_address[:2])
 
 
 # json-server lists every item unless a page is asked for: a limit beyond any list, whose
@@ -4021,9 +4054,9 @@ SIZED_BY = ("limit", "_limit", "_end", "_page", "_per_page", "range")
 
 
 def lists_as_json_server(resource):
-    """Whether a resource was read off a json-server db.json, so that its list, its links
-    and its _like are json-server's."""
-    return getattr(resource, "inferred", False)
+    """Whether a resource is a json-server db.json's (users too, when the file has them),
+    so that its list, its links and its _like are json-server's."""
+    return getattr(resource, "json_server", False)
 
 
 def in_our_parameters(resource, pairs):
@@ -4042,6 +4075,21 @@ TEXT_TESTS = {"contains": operator.contains, "startsWith": str.startswith, "ends
 
 class DialectMemoryStore(MemoryStore):
     """MemoryStore whose filters make every test the dialects ask for."""
+
+    def list(self, query):
+        """Also sorted by a key inside a json field (_sort=address.city), as json-server
+        sorts: the core's list filters, and sorts in id order, the keys are sorted by here
+        as the core sorts by them."""
+        position = self.resource.position
+        if all(key.lstrip("-") in position for key in query.sort):
+            return super().list(query)
+        total, matches = super().list(query._replace(sort=("id",), offset=0, limit=EVERY_ITEM))
+        for key in reversed(query.sort):  # stable: ties follow the later keys, then the id
+            name = key.lstrip("-")
+            matches.sort(key=sort_value(self.resource, name) if name in position else (
+                lambda item, root=name.partition(".")[0], path=name.split(".")[1:]:
+                json_sort_value(value_at(item[position[root]], path))), reverse=key[0] == "-")
+        return total, matches[query.offset:query.offset + query.limit]
 
     def passes(self, item, query):
         """Also the filters on a key inside a json field (address.city), and q through a
@@ -4072,6 +4120,17 @@ class DialectMemoryStore(MemoryStore):
         return TEXT_TESTS[test](value.casefold(), values[0].casefold())
 
 
+def json_sort_value(value):
+    """A value inside a json field as a sort key: a none first, then numbers (booleans as 0
+    and 1), strings, and objects and arrays by their JSON, as SQLite orders NULL, numbers,
+    text and blobs."""
+    if value is None:
+        return (0, 0)
+    if isinstance(value, (bool, int, float)):
+        return (1, value)
+    return (2, value) if isinstance(value, str) else (3, json_bytes(value))
+
+
 def value_at(value, keys):
     """The value at these keys inside a JSON value (geo, lat), or None; as lodash's get,
     which json-server uses, a digit key is an array's index (tags.0)."""
@@ -4090,6 +4149,8 @@ def as_javascript_text(value):
         return ",".join("" if member is None else as_javascript_text(member) for member in value)
     if isinstance(value, dict):
         return "[object Object]"
+    if type(value) is float and value.is_integer():
+        value = int(value)  # JavaScript writes 3.0 as 3
     return value if isinstance(value, str) else JSON_ENCODER.encode(value)
 
 
@@ -4270,7 +4331,7 @@ class DialectQuery:
             return (json_sort_key(self.resource, given["sort"]),)
         if self.sorting != "_sort":
             return sort_keys(self.resource, "sort", given.get("sort", "id"))
-        keys = sort_keys(self.resource, "_sort", given["_sort"])  # json-server 1.0: _sort=-name,id
+        keys = dialect_sort_keys(self.resource, given["_sort"])  # 1.0's too: _sort=-name,id
         return ordered_keys(keys, given["_order"]) if "_order" in given else keys
 
     def read_json_filter(self, text):
@@ -4338,10 +4399,21 @@ def start_page(given):
     return start, end - start
 
 
+def dialect_sort_keys(resource, text):
+    """_sort's keys, as sort_keys reads them, where a key may be inside a json field too
+    (address.city), as json-server sorts by any path."""
+    keys = tuple(text.split(","))
+    plain = [key for key in keys if not is_nested_key(resource, key.lstrip("-"))]
+    if plain:
+        sort_keys(resource, "_sort", ",".join(plain))
+    return keys
+
+
 def json_sort_key(resource, text):
     """react-admin's sort=["name", "DESC"] as the core's sort key, "-name"."""
     field, order = json_parameter("sort", text, list)
-    if field not in resource.sorted_by or order not in ("ASC", "DESC", "asc", "desc"):
+    if not (field in resource.sorted_by or isinstance(field, str) and is_nested_key(
+            resource, field)) or order not in ("ASC", "DESC", "asc", "desc"):
         raise BadQuery('sort must be ["FIELD", "ASC" or "DESC"], FIELD one of %s, not %s.'
                        % (", ".join(resource.sorted_by), printable(text)))
     return ("-" if order.upper() == "DESC" else "") + field
@@ -4368,13 +4440,14 @@ def parameter_kind(resource, name):
     field, colon, test = name.partition(":")
     if not colon:
         field, test = split_suffix(name)
-        if test == "contains" and lists_as_json_server(resource):
+        if test == "contains" and (lists_as_json_server(resource)
+                                   or is_nested_key(resource, field)):
             test = "like"  # json-server 0.17's _like: a regular expression
     elif test not in COLON_TESTS:
         return None
     if is_nested_key(resource, field):  # json-server's address.city
         return field, test
-    if field in resource.sorted_by and not ((test in TEXT_TESTS or test == "like") and (
+    if field in resource.sorted_by and not (test in TEXT_TESTS and (  # _like: any, as text
             field == "id" or resource.fields_by_name[field].type != "string")):
         return field, test
     return None
@@ -5706,8 +5779,8 @@ class FastHandler(EdgeHandler):
         page again and again, and rendering 100 users costs more than all the rest of the
         request. A write makes a new count, so no page outlives it. Measured: GET /users at
         3.58 times the req/s."""
-        key = (self.path, self.headers.get("Host"), self.format,  # the path holds the query;
-               self.server.changes())  # json-server's page links, the Host
+        key = (self.path, self.authority or self.headers.get("Host"),  # the path holds the
+               self.format, self.server.changes())  # query; json-server's links, the host
         kept = self.server.pages
         return kept.get(key) or kept.keep(key, super().page(query_string))
 
@@ -6408,6 +6481,12 @@ def check_json_server_arguments(parser, options):
     return options
 
 
+def json_server_given(options):
+    """The options of add_json_server_arguments in force, as given, for the startup line."""
+    return [("--no-cors", options.no_cors), ("--routes", options.routes),
+            ("--static", options.static)]
+
+
 def json_server_keywords(options):
     """make_server's keywords for the options of add_json_server_arguments."""
     return {"no_cors": options.no_cors, "routes": options.routes, "static": options.static}
@@ -6440,8 +6519,9 @@ def options_in_force(options):
              ("--load", options.load),
              ("--delay", high and ("%d-%d" % (low, high) if low != high else str(low))),
              ("--fail-rate", options.fail_rate and repr(options.fail_rate))]
-    given += [("--cors", origin) for origin in options.cors]
-    shown = ["%s %s" % (name, value) for name, value in given if value]
+    given += [("--cors", origin) for origin in options.cors] + json_server_given(options)
+    shown = [name if value is True else "%s %s" % (name, value)  # a flag: its name
+             for name, value in given if value]
     return " In force: %s." % ", ".join(shown) if shown else ""
 
 
