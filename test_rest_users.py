@@ -7079,6 +7079,14 @@ def test_the_api_description_lists_each_list_parameter_once(wordy):
     parameters = openapi(wordy)["paths"]["/notes"]["get"]["parameters"]
     names = [parameter["name"] for parameter in parameters if parameter.get("in") == "query"]
     assert len(names) == len(set(names))
+    assert [name for name in names if name.startswith("_") or name == "filter"] == []
+
+
+def test_a_400_lists_each_list_parameter_once_with_its_meaning(wordy):
+    detail = assert_problem(call(wordy, "GET", "/notes?nothing=1"), 400)["detail"]
+    assert detail.startswith("Unknown query parameter nothing; the list takes limit, offset, "
+                             "sort, title, q, id, FIELD_ne, ")
+    assert detail.count("_sort") == 2  # the dialect's word, and a field to filter
 
 
 def test_a_file_nested_too_deep_exits_2_with_one_line_in_a_process_of_its_own(tmp_path):
