@@ -3993,7 +3993,7 @@ def list_words_note(resources):
 
 def dialect_parameters(resource):
     """What a 400 lists as the parameters a list in the dialects takes."""
-    return resource.list_parameters + (
+    return our_parameters(resource) + (
         "id", "FIELD_ne", "FIELD_gte", "FIELD_lte", "FIELD_like", "FIELD:TEST", "_start",
         "_end", "_limit", "_page", "_per_page", "_sort", "_order", "range",
         "filter (FIELD: %s; TEST: %s)" % (in_words(resource.sorted_by, "or"),
@@ -4059,11 +4059,15 @@ def lists_as_json_server(resource):
     return getattr(resource, "json_server", False)
 
 
+def our_parameters(resource):
+    """The core's list parameters but a field named as a dialect's word (_sort sorts)."""
+    return tuple(name for name in resource.list_parameters if name not in DIALECT_WORDS)
+
+
 def in_our_parameters(resource, pairs):
     """Whether the core reads this query: our parameters, each once, and no JSON sort."""
     names = [name for name, _ in pairs]
-    ours = set(resource.list_parameters) - DIALECT_WORDS  # a field named _sort: a dialect's word
-    return set(names) <= ours and len(set(names)) == len(names) and not (
+    return set(names) <= set(our_parameters(resource)) and len(set(names)) == len(names) and not (
         dict(pairs).get("sort", "").startswith("["))  # react-admin's sort=["id","ASC"]
 
 
@@ -5453,7 +5457,7 @@ def list_parameters(resource):
         q={"name": "q", "in": "query", "schema": {"type": "string", "minLength": 1},
            "description": "text in the %s, ignoring case" % " or the ".join(resource.searched)})
     return [described.get(name) or {"name": name, "in": "query", "schema": TEXT}
-            for name in resource.list_parameters]
+            for name in our_parameters(resource)]
 
 
 def sort_parameter(resource):

@@ -7359,7 +7359,7 @@ class ForeignPage(http.server.BaseHTTPRequestHandler):
 
 
 def test_a_page_on_another_origin_cannot_reset_the_api_in_a_browser(browser):
-    running = start_server(fake_users=3, quiet=False)
+    running = start_server(fake_users=3)
     foreign = http.server.HTTPServer(("127.0.0.1", 0), ForeignPage)
     threading.Thread(target=foreign.serve_forever, args=(0.01,), daemon=True).start()
     try:
