@@ -3244,6 +3244,10 @@ class FileKeptStore(ResettableMemoryStore):
 
     db_file = None  # the DbFile of the server, when it keeps one
 
+    def __init__(self, items=(), resource=USERS, shared=None):
+        self.text_ids = isinstance(resource, TextIdResource)  # else whole numbers
+        super().__init__(items, resource, shared)
+
     def create(self, fields, write=True, check=None):
         """The core's create, saved; items kept in id order, a given id among them."""
         with self.lock:
@@ -3269,11 +3273,6 @@ class FileKeptStore(ResettableMemoryStore):
     def get(self, item_id):
         """The core's get, of an id as the store keeps it."""
         return super().get(self.own_id(item_id))
-
-    @property
-    def text_ids(self):
-        """Whether the ids are text (a TextIdResource's)."""
-        return isinstance(self.resource, TextIdResource)
 
     def own_id(self, item_id):
         """An id as the store keeps it: a text id that a path's digits made a number, text."""
