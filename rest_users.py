@@ -3369,10 +3369,10 @@ class FileServer(FakeApiServer):
     with read_only takes no write (405)."""
 
     handler_class = FileHandler
-    db_file = None
 
     def __init__(self, *args, db_file=None, read_only=False, **options):
-        self.db_file, self.read_only, self.watching = db_file, read_only, threading.Event()
+        self.db_file, self.read_only = db_file, read_only
+        self.stop_watching = threading.Event()
         super().__init__(*args, **options)
         self.serve(self.stores.values())
         if db_file is not None:
@@ -3385,13 +3385,14 @@ class FileServer(FakeApiServer):
         self.store, self.resources = stores[0], [store.resource for store in stores]
         self.routes = self.handler_class.route_table(self.resources)
         self.keyed_paths = self.handler_class.keyed_paths(self.resources)
+        self.resource_targets = resource_targets(self.resources)
         if self.read_only:
             self.routes = [reading_only(found) for found in self.routes]
         for store in stores if self.db_file else ():
             store.db_file = self.db_file
+            store.kept_in = "%s, written at every change" % self.db_file.path
         if self.db_file:
             self.db_file.stores = stores  # what the file holds, and the stores that may write
-            store.kept_in = "%s, written at every change" % self.db_file.path
 
     def reset(self):
         """Back to the file as it was at start, written."""
@@ -3406,7 +3407,6 @@ class FileServer(FakeApiServer):
                 self.db_file.save(self.stores.values())
             except ApiError:
                 self.serve(kept)  # nothing changed
-                self.resource_targets = resource_targets(self.resources)
                 raise
         self.journal.clear()
 
@@ -3416,17 +3416,15 @@ class FileServer(FakeApiServer):
         resources, items = self.db_file.contents(document, warn)
         changes = sum(store.changes for store in self.stores.values()) + 1  # no page kept
         stores = [type(self.store)(items[resource.collection], resource, self.store)
-                  for resource in resources]
-        if stores:  # a file emptied of resources keeps the last ones, served empty
-            stores[0].changes = changes
-            self.serve(stores)
-            self.resource_targets = resource_targets(self.resources)
+                  for resource in resources]  # one at least: read_db_file refuses {}
+        stores[0].changes = changes
+        self.serve(stores)
 
     def watch(self):
         """Serve the file's edits by hand within a second; a file not valid is not taken."""
         self.db_file.prepare()
         complained = None
-        while not self.watching.wait(WATCH_EVERY):
+        while not self.stop_watching.wait(WATCH_EVERY):
             if not self.db_file.edited():
                 continue
             with self.store.lock:
@@ -3443,7 +3441,7 @@ class FileServer(FakeApiServer):
 
     def server_close(self):
         """Stop watching the file, then close as the others do."""
-        self.watching.set()
+        self.stop_watching.set()
         super().server_close()
 
 

@@ -7331,3 +7331,16 @@ def test_a_write_to_a_full_disk_is_507_and_nothing_changes(tmp_path):
     finally:
         process.kill()
         process.communicate(timeout=10)
+
+
+def test_the_startup_note_says_the_file_keeps_every_resource(tmp_path, capsys):
+    path = write_db_json(tmp_path, TYPICODE)
+    running = start_server(file=path)
+    try:
+        note = rest_users.startup_note(rest_users.parse_arguments([path]), running, {})
+        assert "The posts, comments and profile are kept in %s, written at every change. " % (
+            path) in note
+        assert {store.kept_in for store in running.stores.values()} == {
+            "%s, written at every change" % path}
+    finally:
+        stop_server(running)
