@@ -46,11 +46,13 @@ to the core by subclassing it and overriding hooks it leaves; none restates a de
     (relate); CorsHandler (response_fields, answer_options); FakeApiHandler: --fail-rate
     (check_caller), --delay and the journal (write_response), /__admin/; --fake-users;
     --load of json-server's db.json, whose objects are SingularResources; DialectHandler:
-    the list dialects of front-end libraries (read_list_query, render_page, page_headers).
+    the list dialects of front-end libraries (read_list_query, render_page, page_headers);
+    FileHandler, FileServer, FileKeptStore: `rest_users.py db.json` (read_item_body, next_id).
  D, E. ExplorerHandler (route_request) and OpenApiHandler add / and /openapi.json, derived
     from the routes and the resources' fields.
  F. FastHandler keeps the core's answers (format_for, render, page) and moves bytes with
-    fewer calls (read_head, write_bytes); FastMemoryStore indexes unique values (owner).
+    fewer calls (read_head, write_bytes); FastMemoryStore indexes unique values (owner);
+    FastDbFile keeps each item's text in the file (encode).
  G. PlainHandler composes Appendices A to E; DefaultHandler puts F before them.
 
 Use it to learn, to test and as a fake API. http.server is not a hardened server: put a
@@ -3310,8 +3312,8 @@ class FileKeptStore(ResettableMemoryStore):
         return result
 
 
-class FileHandler(UsersHandler):
-    """UsersHandler with json-server's GET /db: the whole API, as the file holds it; and
+class FileHandler(FakeApiHandler):
+    """FakeApiHandler with json-server's GET /db, the whole API as the file holds it; and
     with a file, the id a POST may give."""
 
     def read_item_body(self, merge_patch=False):
@@ -5439,8 +5441,7 @@ DEFAULT_PORT = 8000
 
 
 class PlainHandler(TeachingHandler, XmlBodyHandler, ExplorerHandler, OpenApiHandler,
-                   FakeApiHandler, FileHandler, ReferenceHandler, DialectHandler, CorsHandler,
-                   EdgeHandler):
+                   FileHandler, ReferenceHandler, DialectHandler, CorsHandler, EdgeHandler):
     """The core's handler with Appendices A to E. Each mix-in overrides hooks of its own,
     so their order changes no answer; what a route carries (CORS or not) the route says.
     The routes they add are listed here, in one place."""
