@@ -46,12 +46,14 @@ to the core by subclassing it and overriding hooks it leaves; none restates a de
     (relate); CorsHandler (response_fields, answer_options); FakeApiHandler: --fail-rate
     (check_caller), --delay and the journal (write_response), /__admin/; --fake-users;
     --load of json-server's db.json, whose objects are SingularResources; DialectHandler:
-    the list dialects of front-end libraries (read_list_query, render_page, page_headers).
+    the list dialects of front-end libraries (read_list_query, render_page, page_headers);
+    FileHandler, FileServer, FileKeptStore: `rest_users.py db.json` (read_item_body, next_id).
  D, E. ExplorerHandler (route_request) and OpenApiHandler add / and /openapi.json, derived
     from the routes and the resources' fields.
  F. FastHandler keeps the core's answers (format_for, render, page) and moves bytes with
     fewer calls (read_head, write_bytes); FastMemoryStore indexes unique values (owner) and
-    references (candidates), and reads an unfiltered page while passes takes every item.
+    references (candidates), and reads an unfiltered page while passes takes every item;
+    FastDbFile keeps each item's text in the file (encode).
  G. PlainHandler composes Appendices A to E; DefaultHandler puts F before them.
 
 Use it to learn, to test and as a fake API. http.server is not a hardened server: put a
@@ -3706,6 +3708,10 @@ class FileKeptStore(ResettableMemoryStore):
 
     db_file = None  # the DbFile of the server, when it keeps one
 
+    def __init__(self, items=(), resource=USERS, shared=None):
+        self.text_ids = isinstance(resource, TextIdResource)  # else whole numbers
+        super().__init__(items, resource, shared)
+
     def create(self, fields, write=True, check=None):
         """The core's create, saved; items kept in id order, a given id among them."""
         with self.lock:
@@ -3731,11 +3737,6 @@ class FileKeptStore(ResettableMemoryStore):
     def get(self, item_id):
         """The core's get, of an id as the store keeps it."""
         return super().get(self.own_id(item_id))
-
-    @property
-    def text_ids(self):
-        """Whether the ids are text (a TextIdResource's)."""
-        return isinstance(self.resource, TextIdResource)
 
     def own_id(self, item_id):
         """An id as the store keeps it: a text id that a path's digits made a number, text."""
@@ -3773,8 +3774,8 @@ class FileKeptStore(ResettableMemoryStore):
         return result
 
 
-class FileHandler(UsersHandler):
-    """UsersHandler with json-server's GET /db: the whole API, as the file holds it; and
+class FileHandler(FakeApiHandler):
+    """FakeApiHandler with json-server's GET /db, the whole API as the file holds it; and
     with a file, the id a POST may give."""
 
     def read_item_body(self, merge_patch=False):
@@ -3832,10 +3833,10 @@ class FileServer(FakeApiServer):
     with read_only takes no write (405)."""
 
     handler_class = FileHandler
-    db_file = None
 
     def __init__(self, *args, db_file=None, read_only=False, **options):
-        self.db_file, self.read_only, self.watching = db_file, read_only, threading.Event()
+        self.db_file, self.read_only = db_file, read_only
+        self.stop_watching = threading.Event()
         super().__init__(*args, **options)
         self.serve(self.stores.values())
         if db_file is not None:
@@ -3848,13 +3849,14 @@ class FileServer(FakeApiServer):
         self.store, self.resources = stores[0], [store.resource for store in stores]
         self.routes = self.handler_class.route_table(self.resources)
         self.keyed_paths = self.handler_class.keyed_paths(self.resources)
+        self.resource_targets = resource_targets(self.resources)
         if self.read_only:
             self.routes = [reading_only(found) for found in self.routes]
         for store in stores if self.db_file else ():
             store.db_file = self.db_file
+            store.kept_in = "%s, written at every change" % self.db_file.path
         if self.db_file:
             self.db_file.stores = stores  # what the file holds, and the stores that may write
-            store.kept_in = "%s, written at every change" % self.db_file.path
 
     def reset(self):
         """Back to the file as it was at start, written."""
@@ -3869,7 +3871,6 @@ class FileServer(FakeApiServer):
                 self.db_file.save(self.stores.values())
             except ApiError:
                 self.serve(kept)  # nothing changed
-                self.resource_targets = resource_targets(self.resources)
                 raise
         self.journal.clear()
 
@@ -3879,17 +3880,15 @@ class FileServer(FakeApiServer):
         resources, items = self.db_file.contents(document, warn)
         changes = sum(store.changes for store in self.stores.values()) + 1  # no page kept
         stores = [type(self.store)(items[resource.collection], resource, self.store)
-                  for resource in resources]
-        if stores:  # a file emptied of resources keeps the last ones, served empty
-            stores[0].changes = changes
-            self.serve(stores)
-            self.resource_targets = resource_targets(self.resources)
+                  for resource in resources]  # one at least: read_db_file refuses {}
+        stores[0].changes = changes
+        self.serve(stores)
 
     def watch(self):
         """Serve the file's edits by hand within a second; a file not valid is not taken."""
         self.db_file.prepare()
         complained = None
-        while not self.watching.wait(WATCH_EVERY):
+        while not self.stop_watching.wait(WATCH_EVERY):
             if not self.db_file.edited():
                 continue
             with self.store.lock:
@@ -3906,7 +3905,7 @@ class FileServer(FakeApiServer):
 
     def server_close(self):
         """Stop watching the file, then close as the others do."""
-        self.watching.set()
+        self.stop_watching.set()
         super().server_close()
 
 
