@@ -6190,8 +6190,8 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
 
 
-class PlainHandler(TeachingHandler, ExplorerHandler, OpenApiHandler, FakeApiHandler,
-                   FileHandler, ReferenceHandler, DialectHandler, CorsHandler, EdgeHandler):
+class PlainHandler(TeachingHandler, ExplorerHandler, OpenApiHandler, FileHandler,
+                   ReferenceHandler, DialectHandler, CorsHandler, EdgeHandler):
     """The core's handler with Appendices A to E. Each mix-in overrides hooks of its own,
     so their order changes no answer; what a route carries (CORS or not) the route says.
     The routes they add are listed here, in one place."""
