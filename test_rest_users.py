@@ -7206,3 +7206,10 @@ def test_a_files_page_links_follow_an_absolute_form_targets_authority(placeholde
 def test_a_files_users_list_and_like_as_json_servers_too(placeholder):
     reply = call(placeholder, "GET", "/users?name_like=^e")
     assert (item_ids(reply), "Link" in reply.headers) == ([2], False)
+
+
+def test_version_says_which_release_as_json_servers_does(capsys):
+    for option in ("--version", "-v"):
+        with pytest.raises(SystemExit) as exited:
+            rest_users.parse_arguments([option])
+        assert (exited.value.code, capsys.readouterr().out) == (0, "rest_users 1.0\n")
