@@ -6469,6 +6469,8 @@ def add_json_server_arguments(parser):
     habits.add_argument("--static", "-s", metavar="DIR",
                         help="serve the files of DIR at the paths the API does not take, "
                              "DIR/index.html at / (the explorer then at /__explorer)")
+    habits.add_argument("--version", "-v", action="version",
+                        version=UsersHandler.server_version.replace("/", " "))
     habits.add_argument("--no-gzip", "--ng", action="store_true",
                         help="taken, and changes nothing: answers are never compressed")
     for names, why in ((("--config", "-c"), "give the options on the command line"),
