@@ -178,7 +178,7 @@ class Headers(dict):
 Settings = namedtuple("Settings", "base_url headers auth netrc context proxy noproxy cookies "
                                   "timeout connect_timeout retries follow_redirects "
                                   "max_redirects keep_method compressed user_agent "
-                                  "repeat_headers method_as_given")
+                                  "repeat_headers method_as_given resolve auto_referer")
 Settings.__doc__ = """What a Client holds; see Client."""
 
 
@@ -211,17 +211,21 @@ class Client:
                       rather than one (RFC 9110 §5.3)
     method_as_given   whether a method goes as written ("post", as curl -X sends it; RFC
                       9110 §9.1: methods are case-sensitive) rather than in capitals
+    resolve           a function (host, port) -> the address to connect to, in place of
+                      the system's look-up (curl's --resolve, -4 and -6)
+    auto_referer      whether a redirect sends the URL it came from as Referer (-e ";auto")
     """
 
     def __init__(self, base_url=None, headers=None, auth=None, netrc=False, context=None,
                  proxy=None, noproxy=None, cookies=None, timeout=DEFAULT_TIMEOUT,
                  connect_timeout=None, retries=0, follow_redirects=SAFE,
                  max_redirects=MAX_REDIRECTS, keep_method=None, compressed=True,
-                 user_agent=USER_AGENT, repeat_headers=False, method_as_given=False):
+                 user_agent=USER_AGENT, repeat_headers=False, method_as_given=False,
+                 resolve=None, auto_referer=False):
         self.settings = Settings(base_url, headers, auth, netrc, context, proxy, noproxy,
                                  cookies, timeout, connect_timeout, retries, follow_redirects,
                                  max_redirects, keep_method, compressed, user_agent,
-                                 repeat_headers, method_as_given)
+                                 repeat_headers, method_as_given, resolve, auto_referer)
         self.environment = environment_proxies()
         self.pool, self.routes = ConnectionPool(), {}
 
@@ -693,6 +697,9 @@ def next_request(outgoing, response, settings, hops):
     if not credentials_may_follow(outgoing.url, new_url):
         headers = {name: value for name, value in headers.items()
                    if name.lower() not in CREDENTIAL_HEADERS}
+    if settings.auto_referer:  # curl -e ";auto": each hop names the URL it came from
+        headers = {name: value for name, value in headers.items() if name.lower() != "referer"}
+        headers["Referer"] = outgoing.url  # without user info or #fragment (RFC 9110 §10.1.3)
     headers["Host"] = urlsplit(sendable_url(new_url)).netloc
     return Outgoing(method, sendable_url(new_url), headers, body)
 
@@ -915,7 +922,7 @@ class ConnectionPool:
                 if method not in IDEMPOTENT_METHODS:
                     raise
                 body = rewound(body)
-        connection = Connection(route, settings.connect_timeout)
+        connection = Connection(route, settings.connect_timeout, settings.resolve)
         return or_close(connection, send_request, connection, method, target, headers, body,
                         deadline, trace), connection
 
@@ -1063,10 +1070,11 @@ class Connection(http.client.HTTPConnection):
 
     response_class = Reply
 
-    def __init__(self, route, connect_timeout=None):
+    def __init__(self, route, connect_timeout=None, resolve=None):
         host, port = route.proxy or (route.host, route.port)
         super().__init__(host, port)
         self.route, self.connect_timeout, self.trace = route, connect_timeout, None
+        self.resolve = resolve
 
     def connect(self):
         """Open the TCP connection, the proxy's tunnel and TLS, as the route says."""
@@ -1086,7 +1094,8 @@ class Connection(http.client.HTTPConnection):
         try:
             # the name as bytes: it is ASCII already (IDNA), and a str would make socket
             # load the idna codec to say so
-            return socket.create_connection((self.host.encode("ascii"), self.port),
+            address = self.host if self.resolve is None else self.resolve(self.host, self.port)
+            return socket.create_connection((address.encode("ascii"), self.port),
                                             self.timeout)
         except socket.gaierror as error:
             kind = ProxyNotResolved if proxy else NameNotResolved
@@ -1337,11 +1346,12 @@ UNKNOWN_ISSUER = (2, 18, 19, 20, 21)  # OpenSSL's X509_V_ERR_* for an issuer not
 
 
 @functools.lru_cache(maxsize=32)
-def tls_context(cacert=None, capath=None, cert=None, key=None, insecure=False):
+def tls_context(cacert=None, capath=None, cert=None, key=None, insecure=False, lowest=None):
     """An ssl.SSLContext for Client(context=...): it trusts the CAs in cacert (a PEM file)
     or capath (a folder) instead of the system's, shows a client certificate (cert, and key
     unless cert holds it) for mutual TLS, or, only with insecure=True, checks nothing.
-    OSError (ssl.SSLError too) for a file it cannot read. The same settings give the same
+    lowest ("TLSv1.2" or "TLSv1.3") is the oldest TLS version it speaks. OSError
+    (ssl.SSLError too) for a file it cannot read. The same settings give the same
     context, so that requests made with them share kept connections.
 
     Without a context, the system's CAs are trusted, and SSL_CERT_FILE and SSL_CERT_DIR
@@ -1358,6 +1368,11 @@ def tls_context(cacert=None, capath=None, cert=None, key=None, insecure=False):
     if insecure:
         context.check_hostname = False
         context.verify_mode = ssl.CERT_NONE
+    if lowest is not None and hasattr(ssl, "TLSVersion"):
+        context.minimum_version = getattr(ssl.TLSVersion, lowest.replace(".", "_"))
+    elif lowest is not None:  # Python 3.6 has no minimum_version
+        context.options |= ssl.OP_NO_TLSv1 | ssl.OP_NO_TLSv1_1 | (
+            ssl.OP_NO_TLSv1_2 if lowest == "TLSv1.3" else 0)
     return context
 
 
@@ -1420,13 +1435,13 @@ def forget_openssl_errors():
 # ---------------------------------------------------------------------------------------
 
 def environment_proxies():
-    """http_proxy, https_proxy and no_proxy as curl reads them, the lower-case name first
-    (HTTPS_PROXY, NO_PROXY otherwise); read when a client is made, as curl reads them at
-    its start. Never HTTP_PROXY: in CGI, a request's "Proxy:" header arrives as
-    HTTP_PROXY, so a web request could choose the proxy (httpoxy, CVE-2016-5385); curl
-    skips it too."""
+    """http_proxy, https_proxy, all_proxy (for a scheme without its own) and no_proxy as
+    curl reads them, the lower-case name first (HTTPS_PROXY, ALL_PROXY, NO_PROXY
+    otherwise); read when a client is made, as curl reads them at its start. Never
+    HTTP_PROXY: in CGI, a request's "Proxy:" header arrives as HTTP_PROXY, so a web
+    request could choose the proxy (httpoxy, CVE-2016-5385); curl skips it too."""
     found = {}
-    for name in ("http_proxy", "https_proxy", "no_proxy"):
+    for name in ("http_proxy", "https_proxy", "all_proxy", "no_proxy"):
         for spelling in (name,) if name == "http_proxy" else (name, name.upper()):
             if spelling in os.environ:
                 found.setdefault(name, os.environ[spelling])
@@ -1438,7 +1453,7 @@ def choose_proxy(parts, settings, environment):
     unless noproxy= (or no_proxy) names the host."""
     proxy = settings.proxy
     if proxy is None:
-        proxy = environment.get(parts.scheme.lower() + "_proxy")
+        proxy = environment.get(parts.scheme.lower() + "_proxy", environment.get("all_proxy"))
     if not proxy:
         return None
     no_proxy = environment.get("no_proxy", "") if settings.noproxy is None else settings.noproxy
@@ -2193,35 +2208,80 @@ def save_cookies(jar, path):
 
 # -- curl's form: curl's own lines, with curl's meaning and exit statuses -------------------
 
-# Each option: its names, whether it takes a value, and where it goes (a list: repeatable).
+# Each option: its names, the value it takes (None for a flag), where it goes (a list:
+# repeatable), and what it does, as --help says.
 CURL_OPTIONS = [
-    ("-X --request", True, "method"), ("-H --header", True, "headers[]"),
-    ("-A --user-agent", True, "agent"), ("-e --referer", True, "referer"),
-    ("-u --user", True, "user"), ("-b --cookie", True, "cookies[]"),
-    ("-c --cookie-jar", True, "jar"), ("-k --insecure", False, "insecure"),
-    ("--cacert", True, "cacert"), ("--capath", True, "capath"), ("-E --cert", True, "cert"),
-    ("--key", True, "key"), ("-x --proxy", True, "proxy"), ("--noproxy", True, "noproxy"),
-    ("-n --netrc", False, "netrc"), ("--netrc-file", True, "netrc_file"),
-    ("--compressed", False, "compressed"),
-    ("-d --data --data-ascii", True, "data[]"), ("--data-raw", True, "data[]"),
-    ("--data-binary", True, "data[]"), ("--data-urlencode", True, "data[]"),
-    ("--json", True, "data[]"), ("-F --form", True, "form[]"),
-    ("-T --upload-file", True, "upload"), ("-G --get", False, "get"),
-    ("-L --location", False, "location"), ("--max-redirs", True, "max_redirs"),
-    ("-o --output", True, "outputs[]"), ("-O --remote-name", False, "outputs[]"),
-    ("-i --include", False, "include"), ("-I --head", False, "head"),
-    ("-v --verbose", False, "verbose"), ("-s --silent", False, "silent"),
-    ("-S --show-error", False, "show_error"), ("-f --fail", False, "fail"),
-    ("--fail-with-body", False, "fail_with_body"), ("-w --write-out", True, "write_out"),
-    ("-m --max-time", True, "max_time"), ("--connect-timeout", True, "connect_timeout"),
-    ("--retry", True, "retry"), ("--retry-delay", True, "retry_delay"),
-    ("--retry-max-time", True, "retry_max_time"),
-    ("--retry-connrefused", False, "retry_connrefused"),
-    ("--retry-all-errors", False, "retry_all_errors"),
-    ("-C --continue-at", True, "continue_at"), ("-r --range", True, "range"),
-    ("--url", True, "urls[]"),
+    ("-X --request", "<method>", "method", "Send this method (GET, or POST with a body)"),
+    ("-H --header", "<header>", "headers[]", "Send this header (\"Name:\" removes one)"),
+    ("-A --user-agent", "<name>", "agent", "Send this User-Agent"),
+    ("-e --referer", "<URL>", "referer", "Send this Referer (\";auto\": the last URL on -L)"),
+    ("-u --user", "<user:password>", "user", "Send these Basic credentials (asks if no :)"),
+    ("--oauth2-bearer", "<token>", "bearer", "Send this OAuth 2 Bearer token (RFC 6750)"),
+    ("-b --cookie", "<data|file>", "cookies[]", "Send name=value, or a cookie file's cookies"),
+    ("-c --cookie-jar", "<file>", "jar", "Write the cookies to a Netscape cookie file"),
+    ("-k --insecure", None, "insecure", "Check no server certificate (warns)"),
+    ("--cacert", "<file>", "cacert", "Trust the CAs in this PEM file"),
+    ("--capath", "<dir>", "capath", "Trust the CAs in this folder (c_rehash'ed)"),
+    ("-E --cert", "<file>", "cert", "Show this client certificate (mutual TLS)"),
+    ("--key", "<file>", "key", "The client certificate's private key"),
+    ("--tlsv1.2", None, "tlsv1_2", "Speak TLS 1.2 or later"),
+    ("--tlsv1.3", None, "tlsv1_3", "Speak TLS 1.3 or later"),
+    ("-x --proxy", "<URL>", "proxy", "Go through this proxy"),
+    ("--noproxy", "<hosts>", "noproxy", "Reach these hosts without the proxy"),
+    ("-n --netrc", None, "netrc", "Take credentials from ~/.netrc"),
+    ("--netrc-file", "<file>", "netrc_file", "Take credentials from this netrc file"),
+    ("--compressed", None, "compressed", "Ask for a compressed reply (always decoded)"),
+    ("-d --data --data-ascii", "<data>", "data[]", "POST this data (@file: its lines joined)"),
+    ("--data-raw", "<data>", "data[]", "POST this data, an @ as it is"),
+    ("--data-binary", "<data>", "data[]", "POST this data (@file: its exact bytes)"),
+    ("--data-urlencode", "<data>", "data[]", "POST this data URL-encoded"),
+    ("--json", "<data>", "data[]", "POST this JSON, with JSON's Content-Type and Accept"),
+    ("-F --form", "<name=content>", "form[]", "POST this multipart form field or @file"),
+    ("-T --upload-file", "<file>", "upload", "PUT this file (- for stdin, chunked)"),
+    ("-G --get", None, "get", "Put the data in the URL's query, and GET"),
+    ("-L --location", None, "location", "Follow redirects"),
+    ("--max-redirs", "<num>", "max_redirs", "Follow at most this many redirects (50)"),
+    ("--proto", "<protocols>", "proto", "Use only these schemes (=https: https alone)"),
+    ("--proto-redir", "<protocols>", "proto_redir", "Follow redirects to these schemes only"),
+    ("--url", "<URL>", "urls[]", "Fetch this URL too"),
+    ("-K --config", "<file>", "config", "Read options from this file (- for stdin)"),
+    ("-o --output", "<file>", "outputs[]", "Write the body to this file"),
+    ("-O --remote-name", None, "outputs[]", "Write the body to a file named as the URL's"),
+    ("-J --remote-header-name", None, "header_name",
+     "With -O, name the file as Content-Disposition does"),
+    ("--output-dir", "<dir>", "output_dir", "Write -o's and -O's files in this folder"),
+    ("--create-dirs", None, "create_dirs", "Make the folders -o's file needs"),
+    ("-D --dump-header", "<file>", "dump_header", "Write the replies' heads to this file"),
+    ("-i --include", None, "include", "Write the reply's head before its body"),
+    ("-I --head", None, "head", "Send HEAD, and write the head alone"),
+    ("-v --verbose", None, "verbose", "Show the exchange on stderr"),
+    ("--trace-ascii", "<file>", "trace_ascii", "Write the exchange to this file"),
+    ("--stderr", "<file>", "stderr", "Write what goes to stderr to this file (- stdout)"),
+    ("-s --silent", None, "silent", "Show no progress, warning or error"),
+    ("-S --show-error", None, "show_error", "Show errors, even with -s"),
+    ("-# --progress-bar", None, "progress_bar", "Show the progress as a bar of #"),
+    ("-f --fail", None, "fail", "Write nothing for a 4xx or 5xx, and exit 22"),
+    ("--fail-with-body", None, "fail_with_body", "Write the body of a 4xx or 5xx, exit 22"),
+    ("-w --write-out", "<format>", "write_out", "Write this after the body (%{http_code})"),
+    ("-m --max-time", "<seconds>", "max_time", "Give up after this long"),
+    ("--connect-timeout", "<seconds>", "connect_timeout", "Give up connecting after this"),
+    ("--max-filesize", "<bytes>", "max_filesize", "Refuse a body larger than this (1k, 2M)"),
+    ("--limit-rate", "<speed>", "limit_rate", "Read at most this many bytes a second"),
+    ("--retry", "<num>", "retry", "Retry a timeout, 408, 429, 500, 502, 503, 504"),
+    ("--retry-delay", "<seconds>", "retry_delay", "Wait this long between retries"),
+    ("--retry-max-time", "<seconds>", "retry_max_time", "Retry only within this time"),
+    ("--retry-connrefused", None, "retry_connrefused", "Retry a refused connection too"),
+    ("--retry-all-errors", None, "retry_all_errors", "Retry every error"),
+    ("-C --continue-at", "<offset>", "continue_at", "Resume at this byte (- : the file's end)"),
+    ("-r --range", "<range>", "range", "Ask for these bytes only (0-499)"),
+    ("--resolve", "<host:port:addr>", "resolve[]", "Connect to addr for host and port"),
+    ("-4 --ipv4", None, "ipv4", "Connect over IPv4 only"),
+    ("-6 --ipv6", None, "ipv6", "Connect over IPv6 only"),
+    ("--http1.1", None, "http1_1", "Speak HTTP/1.1 (it always does)"),
+    ("-V --version", None, "version", "Say what this is, and stop"),
+    ("-h --help", None, "help", "Show these options, and stop"),
 ]
-OPTION_NAMES = {name: (takes_value, dest) for names, takes_value, dest in CURL_OPTIONS
+OPTION_NAMES = {name: (takes_value, dest) for names, takes_value, dest, _ in CURL_OPTIONS
                 for name in names.split()}
 CURL_ACCEPT = "*/*"
 RETRIED_STATUSES = (408, 429, 500, 502, 503, 504)  # curl's "transient" replies
@@ -2241,7 +2301,7 @@ class CurlUsage(Exception):
 def parse_curl_line(argv):
     """Read curl's options, with short ones combined (-fsSL, -sSo FILE, -ofile), into a
     dict; CurlUsage naming an option outside the set."""
-    line = {dest.rstrip("[]"): [] for _, _, dest in CURL_OPTIONS if dest.endswith("[]")}
+    line = {dest.rstrip("[]"): [] for _, _, dest, _ in CURL_OPTIONS if dest.endswith("[]")}
     words = iter(argv)
     for word in words:
         if word == "--":  # the end of the options: what follows are URLs
@@ -2256,6 +2316,44 @@ def parse_curl_line(argv):
     return line
 
 
+def take_config(line, path):
+    """-K: the options of a config file (stdin for "-"), in place, as curl reads them; a
+    line curl would warn about and skip is refused, naming the file and line."""
+    text = read_input(path).decode("utf-8", "replace")
+    for number, text_line in enumerate(text.splitlines(), 1):
+        option = config_line(text_line)
+        if option is None:
+            continue
+        name, value = option
+        try:
+            if name.startswith("--"):
+                take_option(line, name, iter(()), value, from_file=True)
+            else:
+                take_short_options(line, name, iter(() if value is None else (value,)))
+        except CurlUsage as problem:
+            raise CurlUsage("%s:%d: %s" % ("<stdin>" if path == "-" else path, number,
+                                           problem), problem.status) from None
+
+
+def config_line(text):
+    """(option, value or None) from a line of a config file, or None for a comment or a
+    blank line: "name = value", "name: value", "--name value" or "-n value", a value in
+    double quotes taking \\, \", \t, \n, \r and \v, as curl's tool_parsecfg.c reads it."""
+    text = text.lstrip()
+    if not text or text[0] in "#/*":
+        return None
+    dashed = text.startswith("-")
+    name = re.match(r"\S+" if dashed else r"[^\s=:]+", text).group(0)
+    rest = text[len(name):].lstrip() if dashed else text[len(name):].lstrip(" \t\r\n\v\f=:")
+    name = name if dashed else "--" + name
+    if rest.startswith('"'):
+        quoted = re.match(r'(?:[^"\\]|\\.)*', rest[1:]).group(0)
+        escapes = {"t": "\t", "n": "\n", "r": "\r", "v": "\v"}
+        return name, re.sub(r"\\(.)", lambda escape: escapes.get(escape.group(1),
+                                                                escape.group(1)), quoted)
+    return name, (rest.split() or [None])[0]
+
+
 def check_choices(line):
     """CurlUsage for options curl will not take together."""
     bodies = [name for name, given in (("-F", line["form"]), ("-d", line["data"]),
@@ -2265,6 +2363,8 @@ def check_choices(line):
             bodies[:2]))
     if line.get("fail") and line.get("fail_with_body"):
         raise CurlUsage("--fail and --fail-with-body cannot be used together")
+    if line.get("header_name") and line.get("include"):
+        raise CurlUsage("showing headers and --remote-header-name cannot be combined")
 
 
 def take_short_options(line, word, words):
@@ -2278,11 +2378,14 @@ def take_short_options(line, word, words):
         take_option(line, name, words, None)
 
 
-def take_option(line, name, words, attached):
-    """Record one option, its value attached (-ofile) or the next word."""
+def take_option(line, name, words, attached, from_file=False):
+    """Record one option, its value attached (-ofile) or the next word; -K reads its file
+    here, as curl does."""
     if name not in OPTION_NAMES:
         raise CurlUsage("option %s: is unknown" % name)
     takes_value, dest = OPTION_NAMES[name]
+    if not takes_value and attached is not None and from_file:
+        raise CurlUsage("option %s: takes no value" % name)
     if not takes_value and dest.endswith("[]"):  # -O: a place among -o's, in order
         line[dest[:-2]].append((name, None))
         return
@@ -2292,19 +2395,25 @@ def take_option(line, name, words, attached):
     value = attached if attached is not None else next(words, None)
     if value is None:
         raise CurlUsage("option %s: requires parameter" % name)
-    if dest.endswith("[]"):
+    if dest == "config":
+        take_config(line, value)
+    elif dest.endswith("[]"):
         line[dest[:-2]].append((name, value))
     else:
         line[dest] = value
 
 
 def curl_usage():
-    """What --help prints: both forms, and the curl options the curl form takes."""
-    names = [" ".join(names.split()) + (" <value>" if takes_value else "")
-             for names, takes_value, _ in CURL_OPTIONS]
+    """What --help prints: both forms, and what each option of curl's form does."""
+    options = []
+    for names, value, _, does in CURL_OPTIONS:
+        short, _, long = names.partition(" ") if names[1] != "-" else ("", "", names)
+        named = "%-4s%s" % (short + "," if short else "", long.split()[0])
+        options.append(" %s  %s" % (("%s %s" % (named, value or "")).ljust(30), does))
     return ("Usage: python rest_client.py [options...] URL        (curl's options, as curl "
             "reads them)\n       python rest_client.py METHOD URL [options...] (see "
-            "python rest_client.py GET x --help)\n\nOptions:\n  " + "\n  ".join(names))
+            "python rest_client.py GET x --help)\n\nOptions:\n" + "\n".join(options) +
+            "\n\nThe README says which of curl's options are not done.")
 
 
 def curl_main(argv):
@@ -2312,15 +2421,56 @@ def curl_main(argv):
     the last transfer's, as curl's."""
     try:
         line = parse_curl_line(argv)
+    except CurlUsage as problem:
+        return refused(problem)
+    if line.get("help") or line.get("version"):
+        print(curl_usage() if line.get("help") else curl_version())
+        return 0
+    saved = sys.stderr
+    try:
+        sys.stderr = stderr_file(line.get("stderr")) or saved
         jar = curl_cookie_jar(line)
         transfers = [CurlTransfer(one, jar) for one in one_per_url(line)]
+        return [transfer.run() for transfer in transfers][-1]
     except CurlUsage as problem:
-        print("rest_client: %s" % problem, file=sys.stderr)
-        if problem.status == 2:
-            print("rest_client: try 'python rest_client.py --help' for the options curl's "
-                  "form takes (see the README)", file=sys.stderr)
-        return problem.status
-    return [transfer.run() for transfer in transfers][-1]
+        return refused(problem)
+    finally:
+        if sys.stderr not in (saved, sys.stdout):
+            sys.stderr.close()
+        sys.stderr = saved
+
+
+def refused(problem):
+    """Say why a line cannot run; its exit status."""
+    print("rest_client: %s" % problem, file=sys.stderr)
+    if problem.status == 2:
+        print("rest_client: try 'python rest_client.py --help' for the options curl's "
+              "form takes (see the README)", file=sys.stderr)
+    return problem.status
+
+
+def stderr_file(path):
+    """Where --stderr sends what would go to stderr: a file, stdout for "-", or None."""
+    if path is None:
+        return None
+    if path == "-":
+        return sys.stdout
+    try:
+        return open(path, "w")
+    except OSError as error:
+        raise CurlUsage("cannot write --stderr %s: %s" % (path, error.strerror), 23) from None
+
+
+def curl_version():
+    """What -V prints: what this is, what it speaks and can do, as curl -V's lines say."""
+    try:
+        import ssl
+        tls = (" " + ssl.OPENSSL_VERSION, " https", " SSL")
+    except ImportError:
+        tls = ("", "", "")
+    features = ("IPv6 " if socket.has_ipv6 else "") + "Largefile libz" + tls[2]
+    return ("rest_client.py (curl 7.88's command lines) Python/%d.%d.%d%s\nProtocols: http%s"
+            "\nFeatures: %s" % (sys.version_info[:3] + (tls[0], tls[1], features)))
 
 
 def one_per_url(line):
@@ -2349,7 +2499,8 @@ class CurlTransfer:
         if line.get("upload"):  # -T file URL/: the file's name ends the path
             self.url = with_file_name(self.url, line["upload"])
         self.client = Client(cookies=jar, **curl_settings(line, self.body))
-        self.output = CurlOutput(line, self.url)
+        self.trace = curl_trace(line)
+        self.output = CurlOutput(line, self.url, self.trace)
         self.retries = curl_count(line, "retry", 0)
         self.retry_delay = curl_seconds(line, "retry_delay", 0)
         self.retry_max_time = curl_seconds(line, "retry_max_time", 0)
@@ -2371,16 +2522,19 @@ class CurlTransfer:
             print("rest_client: warning: -k: the server's certificate is not checked",
                   file=sys.stderr)
         try:
-            response, error = self.send(started)
+            refusal = unsupported_scheme(self.url, curl_schemes(self.line.get("proto")))
+            response, error = (None, refusal) if refusal else self.send(started)
         finally:
             self.output.close()
+            if self.trace:
+                self.trace.close()
         return self.finish(response, error, time.monotonic() - started)
 
     def send(self, started):
         """Send the request, and again while --retry's rules say so; the last result."""
-        trace = CurlTrace() if self.line.get("verbose") else None
         for attempt in itertools.count():
-            response, error = self.client.send(self.request(), trace=trace, save_to=self.output)
+            response, error = self.client.send(self.request(), trace=self.trace,
+                                               save_to=self.output)
             wait = self.retry_wait(response, error, attempt, started)
             if wait is None:
                 return response, error
@@ -2446,6 +2600,7 @@ def curl_status(response, error, line):
 def exit_status_of(error):
     """curl's exit status for an error value."""
     for kind, status in [(WriteError, 23), (RangeIgnored, 33), (TooManyRedirects, 47),
+                         (SchemeRefused, 1), (FileTooLarge, 63),
                          (UntrustedCertificate, 60),
                          (TLSError, 35), (NameNotResolved, 6), (ProxyNotResolved, 5),
                          (CouldNotConnect, 7), (ProxyError, 7), (Timeout, 28),
@@ -2478,13 +2633,21 @@ def curl_headers(line):
         headers["content-type"] = ("Content-Type", FORM_TYPE)
     elif line.get("upload"):
         headers["content-type"] = ("Content-Type", None)  # curl names no type for -T
+    if line.get("bearer"):  # RFC 6750 §2.1; -H's Authorization wins, as curl's
+        headers["authorization"] = ("Authorization", "Bearer " + line["bearer"])
+    given = {"agent": line.get("agent"), "referer": without_auto(line.get("referer"))}
     for key, name in (("agent", "User-Agent"), ("referer", "Referer")):
-        if line.get(key) is not None:  # -A "" sends none, as curl's
-            headers[name.lower()] = (name, line[key] or None)
+        if given[key] is not None:  # -A "" sends none, as curl's
+            headers[name.lower()] = (name, given[key] or None)
     cookies = [value for _, value in line["cookies"] if "=" in value]
     if cookies:
         headers["cookie"] = ("Cookie", ";".join(cookies))  # as curl joins them
     return with_given_headers(list(headers.values()), line["headers"])
+
+
+def without_auto(referer):
+    """-e's URL without its ";auto" (which asks for a Referer on each redirect)."""
+    return referer[:-len(";auto")] if referer and referer.endswith(";auto") else referer
 
 
 def with_given_headers(pairs, given_headers):
@@ -2672,7 +2835,8 @@ def curl_settings(line, body):
                 "timeout": curl_seconds(line, "max_time", 0) or NO_TIME_LIMIT,
                 "connect_timeout": curl_seconds(line, "connect_timeout", 0) or 300,
                 "proxy": line.get("proxy"), "noproxy": line.get("noproxy"),
-                "context": curl_tls(line)}
+                "context": curl_tls(line), "resolve": curl_resolver(line),
+                "auto_referer": (line.get("referer") or "").endswith(";auto")}
     if line.get("method"):  # -X names the method alone; the body goes by curl's own rules
         settings["keep_method"] = curl_method(dict(line, method=None), body)
     settings.update(curl_credentials(line))
@@ -2724,7 +2888,8 @@ def curl_credentials(line):
 def curl_tls(line):
     """The TLS context --cacert, --capath, --cert, --key and -k ask for, or None; curl's
     status 77 for a CA it cannot read, 58 for a certificate or key."""
-    if not any(line.get(name) for name in ("cacert", "capath", "cert", "key", "insecure")):
+    if not any(line.get(name) for name in ("cacert", "capath", "cert", "key", "insecure",
+                                           "tlsv1_2", "tlsv1_3")):
         return None
     if not any(urlsplit(url).scheme.lower() == "https" for url in line_urls(line)):
         return None  # curl reads them for https alone
@@ -2733,9 +2898,73 @@ def curl_tls(line):
             raise CurlUsage("cannot read --%s %s" % (name, line[name]), status)
     try:
         return tls_context(line.get("cacert"), line.get("capath"), line.get("cert"),
-                           line.get("key"), bool(line.get("insecure")))
+                           line.get("key"), bool(line.get("insecure")),
+                           "TLSv1.3" if line.get("tlsv1_3") else
+                           "TLSv1.2" if line.get("tlsv1_2") else None)
     except OSError as error:
         raise CurlUsage("cannot use the certificate or key: %s" % error, 58) from None
+
+
+def curl_resolver(line):
+    """The function --resolve, -4 and -6 give the Client (None without them): the address
+    --resolve names for a host and port ("*" for any host), else the system's look-up in
+    the one family asked for; CurlUsage with curl's status 49 for an entry it cannot read."""
+    entries = {}
+    for _, entry in line["resolve"]:
+        match = re.fullmatch(r"\+?([^:]+):(\d+):\[?([0-9A-Fa-f.:]+?)\]?(,.*)?", entry)
+        if not match:
+            raise CurlUsage("Couldn't parse CURLOPT_RESOLVE entry '%s'" % entry, 49)
+        entries.setdefault((match.group(1).lower(), int(match.group(2))), match.group(3))
+    family = socket.AF_INET if line.get("ipv4") else socket.AF_INET6 if line.get(
+        "ipv6") else None
+    if not entries and family is None:
+        return None
+
+    def resolve(host, port):
+        """The address to connect to for host and port."""
+        named = entries.get((host.lower(), port)) or entries.get(("*", port))
+        if named or family is None:
+            return named or host
+        try:
+            return socket.getaddrinfo(host, port, family, socket.SOCK_STREAM)[0][4][0]
+        except socket.gaierror:
+            if socket.getaddrinfo(host, port, 0, 0, 0, socket.AI_NUMERICHOST):
+                raise OSError("%s is not an address of the family asked for" % host) from None
+            raise
+
+    return resolve
+
+
+def curl_schemes(text):
+    """The schemes --proto or --proto-redir allows, as curl reads its list ("=https" for
+    https alone, "-all,+http" for http alone, "+https" for one more); None for any."""
+    if text is None:
+        return None
+    allowed = {"http", "https"}
+    for token in text.split(","):
+        name = token.lstrip("+-=").lower()
+        action = (token[:len(token) - len(name)] or "+")[-1]
+        named = {"http", "https"} if name == "all" else {name}
+        allowed = set() if action == "=" else allowed
+        allowed = allowed - named if action == "-" else allowed | named
+    return allowed
+
+
+def unsupported_scheme(url, allowed):
+    """SchemeRefused, as curl says it, for a URL whose scheme is not allowed; else None."""
+    scheme = url.partition("://")[0].lower()
+    if allowed is None or scheme in allowed:
+        return None
+    return SchemeRefused('Protocol "%s" not supported or disabled in libcurl' % scheme)
+
+
+def curl_size(text, name):
+    """A number of bytes with curl's suffixes (1k is 1024, then M, G, T and P); CurlUsage
+    for one that is not."""
+    match = re.fullmatch(r"([0-9]+)([kKmMgGtTpP]?)", text or "")
+    if not match:
+        raise CurlUsage("option --%s: is badly used here" % name)
+    return int(match.group(1)) << 10 * " kmgtp".index(match.group(2).lower() or " ")
 
 
 def curl_seconds(line, name, default):
@@ -2767,6 +2996,15 @@ class WriteError(TransferError):
     """The output could not be written (curl's exit 23); the text names the file."""
 
 
+class SchemeRefused(TransferError):
+    """A URL, or a redirect, to a scheme --proto or --proto-redir leaves out (curl's exit
+    1)."""
+
+
+class FileTooLarge(TransferError):
+    """A body larger than --max-filesize (curl's exit 63)."""
+
+
 class RangeIgnored(TransferError):
     """A resumed download (-C) whose server sent the whole body again (curl's exit 33):
     appending it would spoil the file."""
@@ -2775,23 +3013,38 @@ class RangeIgnored(TransferError):
 class CurlOutput(Download):
     """Where curl writes a reply: stdout, or the -o (or -O) file, written into as it is,
     opened when the first byte comes (a --fail answer never makes it); -i's heads go
-    first; -C - appends to what is there. A transfer cut short keeps what came (curl's
-    exit 18), so that -C - can resume it."""
+    first, -D's to a file of their own; -C - appends to what is there. A transfer cut
+    short keeps what came (curl's exit 18), so that -C - can resume it."""
 
-    def __init__(self, line, url):
+    def __init__(self, line, url, trace=None):
         name = line.get("output")
         if line.get("remote_name") and not name:
             name = os.path.basename(urlsplit(url).path)
             if not name:
                 raise CurlUsage("-O: the URL names no file", 23)
+        if name not in (None, "-") and line.get("output_dir"):
+            name = "%s/%s" % (line["output_dir"], name)  # as curl joins them
         super().__init__(sys.stdout.buffer if name in (None, "-") else name)
+        self.trace, self.exclusive, self.started = trace, False, time.monotonic()
+        self.name_from_reply = line.get("header_name") and line.get("remote_name") and (
+            not line.get("output"))
+        self.dump = dump_file(line.get("dump_header"))
+        self.max_size = curl_size(line["max_filesize"], "max-filesize") if line.get(
+            "max_filesize") else None  # no max_body in this Client yet: counted here
+        self.rate = curl_size(line["limit_rate"], "limit-rate") if line.get(
+            "limit_rate") else None
+        given = [curl_schemes(line.get(name)) for name in ("proto", "proto_redir")]
+        self.redirect_schemes = None if given == [None, None] else set.intersection(
+            *[schemes for schemes in given if schemes is not None])
         self.line, self.opened, self.last_head, self.hops = line, False, None, -1
         self.resume_from, self.complete_already = 0, False
         self.guard_terminal = name is None and sys.stdout.isatty()  # "-o -" says go ahead
         self.heads = line.get("include") or line.get("head")
         self.append = line.get("continue_at") is not None
         self.save_errors = not line.get("fail")
-        if sys.stderr.isatty() and not line.get("silent") and self.is_path:
+        if line.get("progress_bar") and not line.get("silent"):
+            self.progress = ProgressBar()
+        elif sys.stderr.isatty() and not line.get("silent") and self.is_path:
             self.progress = ProgressLine()
 
     def open(self):
@@ -2800,7 +3053,11 @@ class CurlOutput(Download):
             self.opened = True
             if self.is_path:
                 try:
-                    self.file = open(self.target, "ab" if self.append else "wb")
+                    if self.line.get("create_dirs") and os.path.dirname(self.target):
+                        os.makedirs(os.path.dirname(self.target), 0o750, exist_ok=True)
+                    # a name the reply gave never replaces a file (curl's -J)
+                    self.file = open(self.target, "ab" if self.append else
+                                     "xb" if self.exclusive else "wb")
                 except OSError as error:
                     raise WriteError("cannot write %s: %s" % (self.target, error.strerror),
                                      error) from None
@@ -2823,11 +3080,43 @@ class CurlOutput(Download):
         """With -i or -I, write each reply's head, as it came, before its body; remember
         the last, for -w after a failure."""
         self.last_head, self.hops = response, self.hops + 1
+        if self.dump and not response.from_proxy:
+            self.dump.write(curl_head(response))
+            self.dump.flush()
+        self.check_limits(response)
+        if self.name_from_reply and not self.opened:
+            self.take_name(response)
         if self.resume_from and response.status_code == 200:
             self.check_resumable(response)
         if self.heads and not response.from_proxy:
-            lines = list(head_lines(response)) + [""]
-            self.write_bytes(("\r\n".join(lines) + "\r\n").encode("latin-1"))
+            self.write_bytes(curl_head(response))
+
+    def check_limits(self, response):
+        """SchemeRefused for a redirect -L would follow to a scheme --proto or --proto-redir
+        leaves out; FileTooLarge for a body whose length is over --max-filesize."""
+        location = response.headers.first("Location", None)
+        if self.redirect_schemes is not None and self.line.get("location") and location and (
+                response.status_code in REDIRECT_STATUSES):
+            refusal = unsupported_scheme(urljoin(response.url, location),
+                                         self.redirect_schemes)
+            if refusal:
+                raise refusal
+        length = response.headers.first("Content-Length")
+        if self.max_size and ASCII_DIGITS.fullmatch(length) and int(length) > self.max_size:
+            self.too_large(int(length))
+
+    def too_large(self, size):
+        """FileTooLarge, naming the limit."""
+        raise FileTooLarge("Maximum file size exceeded: the body has %d bytes or more, "
+                           "--max-filesize is %d bytes" % (size, self.max_size))
+
+    def take_name(self, response):
+        """-J: the file is named as the reply's Content-Disposition says, when it is a
+        plain file name, and never replaces one that is there."""
+        name = disposition_name(response.headers.first("Content-Disposition"))
+        if name:
+            folder = self.line.get("output_dir")
+            self.target, self.exclusive = "%s/%s" % (folder, name) if folder else name, True
 
     def check_resumable(self, response):
         """A whole body where -C asked for the rest: the file is complete already if it is
@@ -2848,8 +3137,14 @@ class CurlOutput(Download):
             if self.guard_terminal and b"\0" in data:
                 raise WriteError('binary output can mess up your terminal: use "-o -" to '
                                  'have it there anyway, or "-o FILE" to save it')
+            if self.max_size and self.size + len(data) > self.max_size:
+                self.too_large(self.size + len(data))
             self.write_bytes(data)
             self.size += len(data)
+            if hasattr(self.trace, "data"):
+                self.trace.data(data)
+            if self.rate:
+                time.sleep(rate_wait(self.size, time.monotonic() - self.started, self.rate))
 
     def write_bytes(self, data):
         """Write bytes to the output as they come; WriteError naming it when it cannot."""
@@ -2876,8 +3171,58 @@ class CurlOutput(Download):
             self.file.close()
         elif self.file is not None:
             self.file.flush()
+        if self.dump not in (None, sys.stdout.buffer):
+            self.dump.close()
         if self.progress:
             self.progress.end()
+
+
+def curl_head(response):
+    """A reply's head as curl -i and -D write it: its lines as received, CRLF-ended, and
+    a blank line."""
+    return ("\r\n".join(list(head_lines(response)) + [""]) + "\r\n").encode("latin-1")
+
+
+def dump_file(path):
+    """The file -D writes heads to (made at once, as curl's), stdout for "-", or None."""
+    if path is None:
+        return None
+    if path == "-":
+        return sys.stdout.buffer
+    try:
+        return open(path, "wb")
+    except OSError as error:
+        raise CurlUsage("cannot write -D %s: %s" % (path, error.strerror), 23) from None
+
+
+def disposition_name(value):
+    """The file name a Content-Disposition value gives (RFC 6266 §4.3), when it is a plain
+    one: no folder, no leading dot, no control character (a server could otherwise name
+    ../.bashrc); None otherwise. As curl, filename*= is not read."""
+    match = re.search(r"(?:^|[;\s])filename=(\"[^\"]*|'[^']*|[^;]*)", value)
+    if not match:
+        return None
+    name = match.group(1)[1:] if match.group(1)[:1] in "\"'" else match.group(1).strip()
+    plain = name and not name.startswith(".") and not re.search(r"[/\\\x00-\x1f\x7f]", name)
+    return name if plain else None
+
+
+def rate_wait(size, elapsed, rate):
+    """Seconds to wait so that size bytes in elapsed seconds average rate a second at most
+    (--limit-rate)."""
+    return max(0.0, size / rate - elapsed)
+
+
+class ProgressBar(ProgressLine):
+    """-#: the progress as a line of # across 72 columns and the share done, as curl's."""
+
+    def draw(self):
+        """Write the bar over the one before."""
+        self.drawn = time.monotonic()
+        received, total = self.last
+        share = received / total if total else 0.0
+        sys.stderr.write("\r%-72s %5.1f%%" % ("#" * int(share * 72), share * 100))
+        sys.stderr.flush()
 
 
 def resume_headers(line, output):
@@ -2905,6 +3250,62 @@ class CurlTrace:
     def __call__(self, line):
         """Show one line."""
         print(line, file=sys.stderr)
+
+    def close(self):
+        """Nothing to close: stderr stays."""
+
+
+def curl_trace(line):
+    """What shows the exchange: --trace-ascii's file, else -v's lines, else nothing."""
+    if line.get("trace_ascii"):
+        return TraceFile(line["trace_ascii"])
+    return CurlTrace() if line.get("verbose") else None
+
+
+class TraceFile(CurlTrace):
+    """--trace-ascii's file ("-": stdout): what -v shows, in curl's blocks (== Info,
+    => Send header, <= Recv header, <= Recv data), each line after its offset in hex;
+    credentials masked, as -v's."""
+
+    def __init__(self, path):
+        try:
+            self.file = sys.stdout if path == "-" else open(path, "w")
+        except OSError as error:
+            raise CurlUsage("cannot write --trace-ascii %s: %s" % (path, error.strerror),
+                            23) from None
+        self.sent = []  # the request head's lines, until its blank line
+
+    def __call__(self, line):
+        """Add one of -v's lines."""
+        if line.startswith(">"):
+            self.sent.append(line[2:])
+            if line == ">":
+                self.block("=> Send header", self.sent)
+                self.sent = []
+        elif line.startswith("<"):
+            self.block("<= Recv header", [line[2:]])
+        else:
+            self.file.write("== Info: %s\n" % line.lstrip("* "))
+
+    def block(self, title, lines):
+        """Write lines as one block, each CRLF-ended line counted."""
+        size, offset = sum(len(text) + 2 for text in lines), 0
+        self.file.write("%s, %d bytes (%#x)\n" % (title, size, size))
+        for text in lines:
+            self.file.write("%04x: %s\n" % (offset, text))
+            offset += len(text) + 2
+
+    def data(self, data):
+        """Write a piece of the body, 64 bytes a line, what is not printable as a dot."""
+        self.file.write("<= Recv data, %d bytes (%#x)\n" % (len(data), len(data)))
+        for offset in range(0, len(data), 64):
+            piece = data[offset:offset + 64].decode("latin-1")
+            self.file.write("%04x: %s\n" % (offset, re.sub(r"[^\x20-\x7e]", ".", piece)))
+
+    def close(self):
+        """Close the file (stdout stays)."""
+        if self.file is not sys.stdout:
+            self.file.close()
 
 
 WRITE_OUT = r"%%|%\{([a-z_]+)\}|%header\{([^}]*)\}|\\[nrt\\]"  # compiled when first used

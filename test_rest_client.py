@@ -2659,9 +2659,9 @@ def test_cli_a_cookie_jar_round_trips_with_curls_for_localhost(scripted, tmp_pat
 
 def test_cli_an_unknown_option_is_a_usage_error_naming_it_and_nothing_is_sent(scripted):
     before = len(scripted.received)
-    result = run_cli("-s", "--limit-rate", "1M", scripted.url + "/echo")
+    result = run_cli("-s", "--digest", "-u", "a:b", scripted.url + "/echo")
     assert result.returncode == 2 and result.stdout == b""
-    assert result.stderr.startswith(b"rest_client: option --limit-rate: is unknown\n")
+    assert result.stderr.startswith(b"rest_client: option --digest: is unknown\n")
     assert len(scripted.received) == before
 
 
@@ -3644,9 +3644,9 @@ def test_an_option_outside_the_set_is_a_usage_error_naming_it_and_nothing_is_sen
         servers, tmp_path):
     """curl knows hundreds of options the client does not; any it does not know is exit 2,
     before anything is sent."""
-    done = run_line(CLIENT, "-s --limit-rate 1M $URL/echo", servers, str(tmp_path / "run"))
+    done = run_line(CLIENT, "-s --digest -u a:b $URL/echo", servers, str(tmp_path / "run"))
     assert (done.status, done.stdout, done.wire) == (2, b"", [])
-    assert b"--limit-rate" in done.stderr
+    assert b"--digest" in done.stderr
 
 
 # -- nothing damaged ---------------------------------------------------------------------------
@@ -3870,3 +3870,175 @@ def test_a_large_upload_streams_from_its_file(servers, tmp_path, memory_limit, b
     status, first, count, peak = measured(line % path, servers, str(tmp_path))
     assert (status, first) == (0, b"%d %08x\n" % (UPLOAD * MIB, crc))
     assert peak < memory_limit
+
+
+# -- c-cli-b: curl's options for config files, headers, names, limits and traces ---------------
+
+INPUTS.update({
+    "opts.cfg": b"# curl's config syntax: an option a line, its dashes optional\n"
+                b"silent\n"
+                b"header = \"X-Test: from the file\"\n"
+                b"--user-agent \"probe/2.0 (\\\"quoted\\\")\"\n"
+                b"  output: out.txt\n"
+                b"-d a=1\n"
+                b"write-out = \"%{http_code}\\n\"\n",
+})
+
+
+def answer_attachment(self, route, query):
+    """A body whose Content-Disposition names a file (RFC 6266), for -J."""
+    self.reply(200, b"attached\n", [("Content-Type", "text/csv"),
+                                   ("Content-Disposition", query.get("cd", ""))])
+
+
+RecordingHandler.answer_attachment = answer_attachment  # a route of this part's own
+
+# The table goes on (its test reads the list when pytest collects it, after this module ran).
+CURL_LINES.extend(lines(
+    # -K: curl's config files, and stdin
+    "-K opts.cfg $URL/echo",
+    piped("-K - $URL/echo", b'-s\nheader "X-From: stdin"\nreferer = "https://example.com/"\n'),
+    "-s -K missing.cfg $URL/echo",
+    # -D: the heads, as -i writes them, to a file or stdout
+    "-s -D heads.txt -o out.txt $URL/echo",
+    "-s -D - -o out.txt $URL/echo",
+    "-sL -D heads.txt '$URL/redirect/302?to=/echo'",
+    "-s -D heads.txt $REFUSED/",
+    # where files go, and their names
+    "-s --create-dirs -o new/deeper/out.txt $URL/echo",
+    "-s --output-dir saved -O $URL/files/report.csv",
+    "-s --create-dirs --output-dir saved -O $URL/files/report.csv",
+    "-s -OJ '$URL/attachment/x.csv?cd=attachment;%20filename=%22export.csv%22'",
+    "-s -OJ '$URL/attachment/x.csv?cd=attachment;%20filename=existing.json'",
+    "-s -OJ '$URL/attachment/x.csv?cd=inline'",
+    "-s -J -o named.csv '$URL/attachment/x.csv?cd=attachment;%20filename=other.csv'",
+    "-s -OJ -i '$URL/attachment/x.csv?cd=attachment;%20filename=export.csv'",
+    # credentials, referers, protocols
+    "-s --oauth2-bearer t0k.3n $URL/echo",
+    "-s --oauth2-bearer t0k.3n -H 'Authorization: Basic eA==' $URL/echo",
+    "-sL -e ';auto' '$URL/redirect/302?to=/echo'",
+    "-sL -e 'https://example.com/from;auto' '$URL/redirect/302?to=/echo'",
+    "-s --url $URL/echo",
+    "-s --http1.1 -4 $URL/echo",
+    "-s -6 $URL/echo",
+    "--proto '=https' --tlsv1.2 -sSf $URL/echo",
+    "-s --proto =http,https --tlsv1.3 $URL/echo",
+    "-s --proto -all,+http $URL/echo",
+    "-sL --proto-redir =https '$URL/redirect/302?to=/echo'",
+    "-sL --proto-redir =https -w '%{http_code}' -D - '$URL/redirect/302?to=/echo'",
+    # limits, progress and where errors go
+    "-s --max-filesize 10 -o out.txt $URL/files/report.csv",
+    "-s --max-filesize 1k $URL/files/report.csv",
+    "-s --max-filesize 2q $URL/files/report.csv",
+    "-s --limit-rate 100k $URL/files/report.csv",
+    "-s --limit-rate fast $URL/files/report.csv",
+    "-# -o out.txt $URL/files/report.csv",
+    "-s --stderr errors.txt $URL/echo",
+    "-s --resolve bad $URL/echo",
+))
+
+
+def test_help_gives_each_option_a_line_saying_what_it_does():
+    result = run_cli("--help")
+    assert result.returncode == 0
+    options = [line for line in result.stdout.decode().splitlines()
+               if line.lstrip().startswith("-")]
+    assert len(options) == len(rest_client.CURL_OPTIONS)
+    for line in options:  # " -o, --output <file>     Write the body to this file"
+        assert re.match(r" (-\S, |    )--[a-z0-9.-]+( <[^>]+>)? +[A-Z].{10,}$", line), line
+    assert " -D, --dump-header <file>  " in result.stdout.decode()
+
+
+def test_version_says_what_the_client_is_and_sends_nothing(scripted):
+    before = len(scripted.received)
+    for option in ("-V", "--version"):
+        result = run_cli(option, scripted.url + "/echo")
+        lines = result.stdout.decode().splitlines()
+        assert result.returncode == 0 and result.stderr == b""
+        assert lines[0].startswith("rest_client.py (curl 7.88's command lines) Python/")
+        assert lines[1] == "Protocols: http https"
+        assert lines[2].startswith("Features: ") and "IPv6" in lines[2]
+    assert len(scripted.received) == before
+
+
+def test_resolve_connects_to_the_address_given_for_the_host_named(servers, tmp_path):
+    line = "-s --resolve example.test:$PORT:127.0.0.1 http://example.test:$PORT/echo"
+    done = run_line(CLIENT, line, servers, str(tmp_path))
+    assert (done.status, done.stdout) == (0, b"GET /echo\n")
+    assert ("host", "example.test:%d" % servers.here.server_address[1]) in done.wire[0][2]
+
+
+@pytest.mark.parametrize("name", ["all_proxy", "ALL_PROXY"])
+def test_all_proxy_is_used_when_no_proxy_of_the_scheme_is_named(servers, tmp_path, name):
+    done = run_line(CLIENT, "-s $URL/echo", servers, str(tmp_path),
+                    env=environment(**{name: servers.other.url}))
+    absolute = "http://127.0.0.1:$PORT/echo"
+    assert (done.status, done.stdout) == (0, b"GET %s\n" % absolute.encode())
+
+
+def test_trace_ascii_writes_the_exchange_in_curls_blocks(servers, tmp_path):
+    done = run_line(CLIENT, "-s --trace-ascii trace.txt $URL/echo", servers, str(tmp_path))
+    assert (done.status, done.stdout) == (0, b"GET /echo\n")
+    trace = (tmp_path / "trace.txt").read_text().splitlines()
+    sent = trace.index(next(line for line in trace if line.startswith("=> Send header, ")))
+    assert trace[sent + 1] == "0000: GET /echo HTTP/1.1"
+    assert trace[sent + 2].startswith("0014: Host: 127.0.0.1:")
+    assert trace[-6:] == ["<= Recv header, 20 bytes (0x14)", "0000: Content-Length: 10",
+                          "<= Recv header, 2 bytes (0x2)", "0000: ",
+                          "<= Recv data, 10 bytes (0xa)", "0000: GET /echo."]
+    assert trace[0].startswith("== Info: ")
+
+
+def test_progress_bar_draws_hashes_and_the_share_on_stderr(servers, tmp_path):
+    done = run_line(CLIENT, "-# -o out.txt $URL/files/report.csv", servers, str(tmp_path))
+    assert done.status == 0 and done.stderr.endswith(b"#" * 72 + b" 100.0%\n")
+
+
+def test_stderr_sends_the_error_lines_to_a_file(servers, tmp_path):
+    done = run_line(CLIENT, "-sS --stderr errors.txt $REFUSED/", servers, str(tmp_path))
+    assert (done.status, done.stderr) == (7, b"")
+    assert b"(7) could not connect to 127.0.0.1 port" in (tmp_path / "errors.txt").read_bytes()
+
+
+@pytest.mark.parametrize("text, read", [
+    ("url = \"http://x/\"", ("--url", "http://x/")),
+    ("  --output out.txt  # a comment after", ("--output", "out.txt")),
+    ("-o:x", ("-o:x", None)),
+    ("silent", ("--silent", None)),
+    ("header: \"A: \\\"b\\\"\\tc\\\\d\\q\"", ("--header", "A: \"b\"\tc\\dq")),
+    ("# a comment", None), ("", None), ("   ", None),
+])
+def test_a_config_line_is_read_as_curl_reads_it(text, read):
+    assert rest_client.config_line(text) == read
+
+
+def test_remote_header_name_takes_a_plain_file_name_only(servers, tmp_path):
+    """A name with a path in it, or one starting with a dot, could put the file anywhere:
+    the URL's name is used instead."""
+    for name in ("../up.csv", "/etc/cron.d/x", "..", ".bashrc", "a\\b.csv"):
+        folder = tmp_path / str(len(list(tmp_path.iterdir())))
+        line = "-s -OJ '$URL/attachment/x.csv?cd=attachment;%%20filename=%%22%s%%22'" % name
+        done = run_line(CLIENT, line, servers, str(folder))
+        assert done.status == 0 and done.files["x.csv"] == b"attached\n", name
+    assert not (tmp_path / "up.csv").exists()
+
+
+def test_max_filesize_stops_a_body_of_unknown_length_at_the_limit(servers, tmp_path):
+    """curl 7.88 lets a body without Content-Length through whatever its size; here the
+    limit holds as the bytes come (as curl does from 8.4)."""
+    done = run_line(CLIENT, "-sS --max-filesize 5 -o out.txt $URL/chunked", servers,
+                    str(tmp_path))
+    assert done.status == 63 and b"(63) " in done.stderr
+    assert done.stderr.count(b"\n") == 1 and b"5 bytes" in done.stderr
+
+
+@pytest.mark.parametrize("size, elapsed, wait", [(2048, 0.5, 1.5), (1024, 2.0, 0.0),
+                                                 (100, 0.0, 100 / 1024)])
+def test_limit_rate_waits_until_the_average_is_the_rate(size, elapsed, wait):
+    assert rest_client.rate_wait(size, elapsed, 1024) == pytest.approx(wait)
+
+
+@pytest.mark.parametrize("text, number", [("100", 100), ("1k", 1024), ("2M", 2 << 20),
+                                          ("1G", 1 << 30), ("3m", 3 << 20)])
+def test_sizes_take_curls_suffixes(text, number):
+    assert rest_client.curl_size(text, "max-filesize") == number
