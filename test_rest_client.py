@@ -4042,3 +4042,36 @@ def test_limit_rate_waits_until_the_average_is_the_rate(size, elapsed, wait):
                                           ("1G", 1 << 30), ("3m", 3 << 20)])
 def test_sizes_take_curls_suffixes(text, number):
     assert rest_client.curl_size(text, "max-filesize") == number
+
+
+def test_the_installer_line_fetches_over_https_and_never_follows_to_http(tls, scripted, pki):
+    """`curl --proto '=https' --tlsv1.2 -sSf URL | sh`: https alone, redirects included."""
+    line = ["--proto", "=https", "--tlsv1.2", "-sSfL", "--cacert", pki.ca_pem]
+    fetched = run_cli(*line + [tls.url + "/echo"])
+    assert (fetched.returncode, json.loads(fetched.stdout.decode())) == (0, ECHO_GET)
+    before = len(scripted.received)
+    refused = run_cli(*line + [tls.url + "/redirect/302?to=" + scripted.url + "/echo"])
+    assert (refused.returncode, refused.stdout) == (1, b"")
+    assert refused.stderr == (b'rest_client: (1) Protocol "http" not supported or disabled '
+                              b'in libcurl\n')
+    assert run_cli(*line + [scripted.url + "/echo"]).returncode == 1
+    assert len(scripted.received) == before
+
+
+def test_tlsv1_3_refuses_a_server_that_speaks_tls_1_2_at_most(pki):
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(pki.server_pem, pki.server_key)
+    if hasattr(ssl, "TLSVersion"):
+        context.maximum_version = ssl.TLSVersion.TLSv1_2
+    else:  # Python 3.6
+        context.options |= getattr(ssl, "OP_NO_TLSv1_3", 0)
+    server = ScriptedServer(("127.0.0.1", 0), ScriptedHandler)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    serve_scripted(server, "https")
+    try:
+        line = ["-s", "--cacert", pki.ca_pem, server.url + "/echo"]
+        assert run_cli("--tlsv1.2", *line).returncode == 0
+        assert run_cli("--tlsv1.3", *line).returncode == 35
+    finally:
+        server.shutdown()
+        server.server_close()
