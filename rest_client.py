@@ -2928,9 +2928,10 @@ def curl_resolver(line):
         try:
             return socket.getaddrinfo(host, port, family, socket.SOCK_STREAM)[0][4][0]
         except socket.gaierror:
-            if socket.getaddrinfo(host, port, 0, 0, 0, socket.AI_NUMERICHOST):
-                raise OSError("%s is not an address of the family asked for" % host) from None
-            raise
+            # as curl: a name not resolved stays so (exit 6); an address of the other
+            # family is one that cannot be reached (exit 7)
+            socket.getaddrinfo(host, port, 0, 0, 0, socket.AI_NUMERICHOST)  # names raise
+            raise OSError("%s is not an address of the family asked for" % host) from None
 
     return resolve
 
