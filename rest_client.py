@@ -2319,6 +2319,10 @@ def parse_curl_line(argv):
 def take_config(line, path):
     """-K: the options of a config file (stdin for "-"), in place, as curl reads them; a
     line curl would warn about and skip is refused, naming the file and line."""
+    reading = line.setdefault("configs", [])
+    if path in reading:
+        raise CurlUsage("-K %s: the file reads itself" % path)
+    reading.append(path)
     text = read_input(path).decode("utf-8", "replace")
     for number, text_line in enumerate(text.splitlines(), 1):
         option = config_line(text_line)
@@ -2333,6 +2337,7 @@ def take_config(line, path):
         except CurlUsage as problem:
             raise CurlUsage("%s:%d: %s" % ("<stdin>" if path == "-" else path, number,
                                            problem), problem.status) from None
+    reading.remove(path)
 
 
 def config_line(text):

@@ -4075,3 +4075,12 @@ def test_tlsv1_3_refuses_a_server_that_speaks_tls_1_2_at_most(pki):
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_a_config_file_that_reads_itself_is_refused(tmp_path):
+    config = tmp_path / "loop.cfg"
+    config.write_text("silent\nconfig = %s\n" % config)
+    result = run_cli("-K", str(config), "http://127.0.0.1:1/")
+    assert (result.returncode, result.stdout) == (2, b"")
+    assert result.stderr.startswith(b"rest_client: %s:2: -K %s: the file reads itself\n"
+                                    % (str(config).encode(), str(config).encode()))
