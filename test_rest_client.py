@@ -3961,24 +3961,29 @@ def test_version_says_what_the_client_is_and_sends_nothing(scripted):
     assert len(scripted.received) == before
 
 
-def test_resolve_connects_to_the_address_given_for_the_host_named(servers, tmp_path):
-    line = "-s --resolve example.test:$PORT:127.0.0.1 http://example.test:$PORT/echo"
-    done = run_line(CLIENT, line, servers, str(tmp_path))
-    assert (done.status, done.stdout) == (0, b"GET /echo\n")
-    assert ("host", "example.test:%d" % servers.here.server_address[1]) in done.wire[0][2]
+def test_resolve_connects_to_the_address_given_for_the_host_named(servers):
+    port = servers.here.server_address[1]
+    reset(servers)
+    result = run_cli("-s", "--resolve", "example.test:%d:127.0.0.1" % port,
+                     "http://example.test:%d/echo" % port)
+    assert (result.returncode, result.stdout) == (0, b"GET /echo\n")
+    assert ("Host", "example.test:%d" % port) in servers.received[0]["headers"]
 
 
 @pytest.mark.parametrize("name", ["all_proxy", "ALL_PROXY"])
-def test_all_proxy_is_used_when_no_proxy_of_the_scheme_is_named(servers, tmp_path, name):
-    done = run_line(CLIENT, "-s $URL/echo", servers, str(tmp_path),
-                    env=environment(**{name: servers.other.url}))
-    absolute = "http://127.0.0.1:$PORT/echo"
-    assert (done.status, done.stdout) == (0, b"GET %s\n" % absolute.encode())
+def test_all_proxy_is_used_when_no_proxy_of_the_scheme_is_named(servers, monkeypatch, name):
+    clear_proxy_variables(monkeypatch)
+    monkeypatch.delenv("all_proxy", raising=False)
+    monkeypatch.delenv("ALL_PROXY", raising=False)
+    monkeypatch.setenv(name, servers.other.url)
+    result = run_cli("-s", servers.here.url + "/echo")
+    assert (result.returncode, result.stdout) == (0, b"GET %s/echo\n" % servers.here.url.encode())
 
 
-def test_trace_ascii_writes_the_exchange_in_curls_blocks(servers, tmp_path):
-    done = run_line(CLIENT, "-s --trace-ascii trace.txt $URL/echo", servers, str(tmp_path))
-    assert (done.status, done.stdout) == (0, b"GET /echo\n")
+def test_trace_ascii_writes_the_exchange_in_curls_blocks(servers, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = run_cli("-s", "--trace-ascii", "trace.txt", servers.here.url + "/echo")
+    assert (result.returncode, result.stdout) == (0, b"GET /echo\n")
     trace = (tmp_path / "trace.txt").read_text().splitlines()
     sent = trace.index(next(line for line in trace if line.startswith("=> Send header, ")))
     assert trace[sent + 1] == "0000: GET /echo HTTP/1.1"
@@ -3989,14 +3994,16 @@ def test_trace_ascii_writes_the_exchange_in_curls_blocks(servers, tmp_path):
     assert trace[0].startswith("== Info: ")
 
 
-def test_progress_bar_draws_hashes_and_the_share_on_stderr(servers, tmp_path):
-    done = run_line(CLIENT, "-# -o out.txt $URL/files/report.csv", servers, str(tmp_path))
-    assert done.status == 0 and done.stderr.endswith(b"#" * 72 + b" 100.0%\n")
+def test_progress_bar_draws_hashes_and_the_share_on_stderr(servers, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = run_cli("-#", "-o", "out.txt", servers.here.url + "/files/report.csv")
+    assert result.returncode == 0 and result.stderr.endswith(b"#" * 72 + b" 100.0%\n")
 
 
-def test_stderr_sends_the_error_lines_to_a_file(servers, tmp_path):
-    done = run_line(CLIENT, "-sS --stderr errors.txt $REFUSED/", servers, str(tmp_path))
-    assert (done.status, done.stderr) == (7, b"")
+def test_stderr_sends_the_error_lines_to_a_file(servers, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = run_cli("-sS", "--stderr", "errors.txt", servers.refused + "/")
+    assert (result.returncode, result.stderr) == (7, b"")
     assert b"(7) could not connect to 127.0.0.1 port" in (tmp_path / "errors.txt").read_bytes()
 
 
@@ -4012,24 +4019,26 @@ def test_a_config_line_is_read_as_curl_reads_it(text, read):
     assert rest_client.config_line(text) == read
 
 
-def test_remote_header_name_takes_a_plain_file_name_only(servers, tmp_path):
+def test_remote_header_name_takes_a_plain_file_name_only(servers, tmp_path, monkeypatch):
     """A name with a path in it, or one starting with a dot, could put the file anywhere:
     the URL's name is used instead."""
-    for name in ("../up.csv", "/etc/cron.d/x", "..", ".bashrc", "a\\b.csv"):
-        folder = tmp_path / str(len(list(tmp_path.iterdir())))
-        line = "-s -OJ '$URL/attachment/x.csv?cd=attachment;%%20filename=%%22%s%%22'" % name
-        done = run_line(CLIENT, line, servers, str(folder))
-        assert done.status == 0 and done.files["x.csv"] == b"attached\n", name
+    for number, name in enumerate(("../up.csv", "/etc/cron.d/x", "..", ".bashrc", "a\\b.csv")):
+        (tmp_path / str(number)).mkdir()
+        monkeypatch.chdir(tmp_path / str(number))
+        url = servers.here.url + "/attachment/x.csv?cd=attachment;%20filename=%22" + name
+        assert run_cli("-s", "-OJ", url + "%22").returncode == 0, name
+        assert os.listdir(".") == ["x.csv"] and open("x.csv", "rb").read() == b"attached\n"
     assert not (tmp_path / "up.csv").exists()
 
 
-def test_max_filesize_stops_a_body_of_unknown_length_at_the_limit(servers, tmp_path):
+def test_max_filesize_stops_a_body_of_unknown_length_at_the_limit(servers, tmp_path,
+                                                                  monkeypatch):
     """curl 7.88 lets a body without Content-Length through whatever its size; here the
     limit holds as the bytes come (as curl does from 8.4)."""
-    done = run_line(CLIENT, "-sS --max-filesize 5 -o out.txt $URL/chunked", servers,
-                    str(tmp_path))
-    assert done.status == 63 and b"(63) " in done.stderr
-    assert done.stderr.count(b"\n") == 1 and b"5 bytes" in done.stderr
+    monkeypatch.chdir(tmp_path)
+    result = run_cli("-sS", "--max-filesize", "5", "-o", "out.txt", servers.here.url + "/chunked")
+    assert result.returncode == 63 and result.stderr.startswith(b"rest_client: (63) ")
+    assert result.stderr.count(b"\n") == 1 and b"5 bytes" in result.stderr
 
 
 @pytest.mark.parametrize("size, elapsed, wait", [(2048, 0.5, 1.5), (1024, 2.0, 0.0),
