@@ -2956,12 +2956,27 @@ def curl_schemes(text):
     return allowed
 
 
+def redirect_schemes(line):
+    """The schemes a redirect may go to: those both --proto and --proto-redir allow (None
+    for any)."""
+    given = [curl_schemes(line.get(name)) for name in ("proto", "proto_redir")]
+    if given == [None, None]:
+        return None
+    return set.intersection(*[schemes for schemes in given if schemes is not None])
+
+
 def unsupported_scheme(url, allowed):
     """SchemeRefused, as curl says it, for a URL whose scheme is not allowed; else None."""
     scheme = url.partition("://")[0].lower()
     if allowed is None or scheme in allowed:
         return None
     return SchemeRefused('Protocol "%s" not supported or disabled in libcurl' % scheme)
+
+
+def curl_sizes(line, *names):
+    """The numbers of bytes the options named give (None for one not given)."""
+    return [curl_size(line[name], name.replace("_", "-")) if line.get(name) else None
+            for name in names]
 
 
 def curl_size(text, name):
@@ -3035,13 +3050,9 @@ class CurlOutput(Download):
         self.name_from_reply = line.get("header_name") and line.get("remote_name") and (
             not line.get("output"))
         self.dump = dump_file(line.get("dump_header"))
-        self.max_size = curl_size(line["max_filesize"], "max-filesize") if line.get(
-            "max_filesize") else None  # no max_body in this Client yet: counted here
-        self.rate = curl_size(line["limit_rate"], "limit-rate") if line.get(
-            "limit_rate") else None
-        given = [curl_schemes(line.get(name)) for name in ("proto", "proto_redir")]
-        self.redirect_schemes = None if given == [None, None] else set.intersection(
-            *[schemes for schemes in given if schemes is not None])
+        # --max-filesize is counted here: this Client has no max_body yet
+        self.max_size, self.rate = curl_sizes(line, "max_filesize", "limit_rate")
+        self.redirect_schemes = redirect_schemes(line)
         self.line, self.opened, self.last_head, self.hops = line, False, None, -1
         self.resume_from, self.complete_already = 0, False
         self.guard_terminal = name is None and sys.stdout.isatty()  # "-o -" says go ahead
