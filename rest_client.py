@@ -3038,13 +3038,7 @@ class CurlOutput(Download):
     short keeps what came (curl's exit 18), so that -C - can resume it."""
 
     def __init__(self, line, url, trace=None):
-        name = line.get("output")
-        if line.get("remote_name") and not name:
-            name = os.path.basename(urlsplit(url).path)
-            if not name:
-                raise CurlUsage("-O: the URL names no file", 23)
-        if name not in (None, "-") and line.get("output_dir"):
-            name = "%s/%s" % (line["output_dir"], name)  # as curl joins them
+        name = output_name(line, url)
         super().__init__(sys.stdout.buffer if name in (None, "-") else name)
         self.trace, self.exclusive, self.started = trace, False, time.monotonic()
         self.name_from_reply = line.get("header_name") and line.get("remote_name") and (
@@ -3192,6 +3186,19 @@ class CurlOutput(Download):
             self.dump.close()
         if self.progress:
             self.progress.end()
+
+
+def output_name(line, url):
+    """The file a transfer writes to: -o's, or with -O the URL's last segment, in
+    --output-dir's folder; "-" or None for stdout."""
+    name = line.get("output")
+    if line.get("remote_name") and not name:
+        name = os.path.basename(urlsplit(url).path)
+        if not name:
+            raise CurlUsage("-O: the URL names no file", 23)
+    if name not in (None, "-") and line.get("output_dir"):
+        name = "%s/%s" % (line["output_dir"], name)  # as curl joins them
+    return name
 
 
 def curl_head(response):
