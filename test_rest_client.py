@@ -3935,6 +3935,17 @@ CURL_LINES.extend(lines(
     "-# -o out.txt $URL/files/report.csv",
     "-s --stderr errors.txt $URL/echo",
     "-s --resolve bad $URL/echo",
+    # more of the same, together
+    "-sI -D heads.txt $URL/echo",
+    "-si -D heads.txt $URL/custom",
+    "-s -e ';auto' '$URL/redirect/302?to=/echo'",
+    "-s -# $URL/echo",
+    "-s --stderr - $REFUSED/",
+    "-s --proto =https http://no-such-host.invalid/",
+    "-s --output-dir saved -o out.txt $URL/echo",
+    "-s --create-dirs --output-dir a/b -o c/out.txt $URL/echo",
+    "-s --create-dirs -o existing.json/x $URL/echo",
+    piped("-K - -O", b'url = "http://127.0.0.1:1/"\n'),
 ))
 
 
