@@ -3040,7 +3040,7 @@ class CurlOutput(Download):
     def __init__(self, line, url, trace=None):
         name = output_name(line, url)
         super().__init__(sys.stdout.buffer if name in (None, "-") else name)
-        self.trace, self.exclusive, self.started = trace, False, time.monotonic()
+        self.trace, self.exclusive = trace, False
         self.name_from_reply = line.get("header_name") and line.get("remote_name") and (
             not line.get("output"))
         self.dump = dump_file(line.get("dump_header"))
@@ -3077,7 +3077,7 @@ class CurlOutput(Download):
 
     def begin(self):
         """A body starts (the first, or a retry's, which stdout shows after the first)."""
-        self.size, self.complete = 0, False
+        self.size, self.complete, self.started = 0, False, time.monotonic()
 
     def again(self):
         """Before a retry: a regular file starts empty again, as curl's does."""
@@ -3142,20 +3142,20 @@ class CurlOutput(Download):
         """Add a piece of the body (none of a proxy's refusal of a tunnel, none with -I,
         which shows the head alone whatever the method, as curl's, and none of a file
         complete already)."""
-        if self.line.get("head") or self.complete_already:
+        if self.line.get("head") or self.complete_already or not data or (
+                self.last_head is not None and self.last_head.from_proxy):
             return
-        if data and not (self.last_head is not None and self.last_head.from_proxy):
-            if self.guard_terminal and b"\0" in data:
-                raise WriteError('binary output can mess up your terminal: use "-o -" to '
-                                 'have it there anyway, or "-o FILE" to save it')
-            if self.max_size and self.size + len(data) > self.max_size:
-                self.too_large(self.size + len(data))
-            self.write_bytes(data)
-            self.size += len(data)
-            if hasattr(self.trace, "data"):
-                self.trace.data(data)
-            if self.rate:
-                time.sleep(rate_wait(self.size, time.monotonic() - self.started, self.rate))
+        if self.guard_terminal and b"\0" in data:
+            raise WriteError('binary output can mess up your terminal: use "-o -" to '
+                             'have it there anyway, or "-o FILE" to save it')
+        if self.max_size and self.size + len(data) > self.max_size:
+            self.too_large(self.size + len(data))
+        if self.rate:  # --limit-rate: a piece waits until those before it had their time
+            time.sleep(rate_wait(self.size, time.monotonic() - self.started, self.rate))
+        self.write_bytes(data)
+        self.size += len(data)
+        if hasattr(self.trace, "data"):
+            self.trace.data(data)
 
     def write_bytes(self, data):
         """Write bytes to the output as they come; WriteError naming it when it cannot."""
