@@ -2431,17 +2431,19 @@ def curl_main(argv):
     if line.get("help") or line.get("version"):
         print(curl_usage() if line.get("help") else curl_version())
         return 0
-    saved = sys.stderr
-    try:
+    saved, line["dump"] = sys.stderr, None
+    try:  # --stderr's and -D's files are the whole line's: -D's holds every transfer's heads
         sys.stderr = stderr_file(line.get("stderr")) or saved
+        line["dump"] = dump_file(line.get("dump_header"))
         jar = curl_cookie_jar(line)
         transfers = [CurlTransfer(one, jar) for one in one_per_url(line)]
         return [transfer.run() for transfer in transfers][-1]
     except CurlUsage as problem:
         return refused(problem)
     finally:
-        if sys.stderr not in (saved, sys.stdout):
-            sys.stderr.close()
+        for file in (sys.stderr, line["dump"]):
+            if file not in (saved, sys.stdout, sys.stdout.buffer, None):
+                file.close()
         sys.stderr = saved
 
 
@@ -3043,7 +3045,7 @@ class CurlOutput(Download):
         self.trace, self.exclusive = trace, False
         self.name_from_reply = line.get("header_name") and line.get("remote_name") and (
             not line.get("output"))
-        self.dump = dump_file(line.get("dump_header"))
+        self.dump = line.get("dump")
         # --max-filesize is counted here: this Client has no max_body yet
         self.max_size, self.rate = curl_sizes(line, "max_filesize", "limit_rate")
         self.redirect_schemes = redirect_schemes(line)
@@ -3182,8 +3184,6 @@ class CurlOutput(Download):
             self.file.close()
         elif self.file is not None:
             self.file.flush()
-        if self.dump not in (None, sys.stdout.buffer):
-            self.dump.close()
         if self.progress:
             self.progress.end()
 

@@ -3945,6 +3945,7 @@ CURL_LINES.extend(lines(
     "-s --output-dir saved -o out.txt $URL/echo",
     "-s --create-dirs --output-dir a/b -o c/out.txt $URL/echo",
     "-s --create-dirs -o existing.json/x $URL/echo",
+    "-s -D heads.txt -o one.txt -o two.txt $URL/echo $URL/custom",
     piped("-K - -O", b'url = "http://127.0.0.1:1/"\n'),
 ))
 
