@@ -2431,17 +2431,18 @@ def curl_main(argv):
     if line.get("help") or line.get("version"):
         print(curl_usage() if line.get("help") else curl_version())
         return 0
-    saved, line["dump"] = sys.stderr, None
-    try:  # --stderr's and -D's files are the whole line's: -D's holds every transfer's heads
+    saved = sys.stderr
+    try:  # --stderr's, -D's and --trace-ascii's files are the line's, every transfer's
         sys.stderr = stderr_file(line.get("stderr")) or saved
-        line["dump"] = dump_file(line.get("dump_header"))
+        line["dump"] = line_file(line.get("dump_header"), "-D")
+        line["trace_file"] = line_file(line.get("trace_ascii"), "--trace-ascii")
         jar = curl_cookie_jar(line)
         transfers = [CurlTransfer(one, jar) for one in one_per_url(line)]
         return [transfer.run() for transfer in transfers][-1]
     except CurlUsage as problem:
         return refused(problem)
     finally:
-        for file in (sys.stderr, line["dump"]):
+        for file in (sys.stderr, line.get("dump"), line.get("trace_file")):
             if file not in (saved, sys.stdout, sys.stdout.buffer, None):
                 file.close()
         sys.stderr = saved
@@ -2533,8 +2534,6 @@ class CurlTransfer:
             response, error = (None, refusal) if refusal else self.send(started)
         finally:
             self.output.close()
-            if self.trace:
-                self.trace.close()
         return self.finish(response, error, time.monotonic() - started)
 
     def send(self, started):
@@ -3207,8 +3206,9 @@ def curl_head(response):
     return ("\r\n".join(list(head_lines(response)) + [""]) + "\r\n").encode("latin-1")
 
 
-def dump_file(path):
-    """The file -D writes heads to (made at once, as curl's), stdout for "-", or None."""
+def line_file(path, option):
+    """A file the line writes to (-D's, --trace-ascii's), made at once, as curl's: stdout
+    for "-", None when the option is not given."""
     if path is None:
         return None
     if path == "-":
@@ -3216,7 +3216,8 @@ def dump_file(path):
     try:
         return open(path, "wb")
     except OSError as error:
-        raise CurlUsage("cannot write -D %s: %s" % (path, error.strerror), 23) from None
+        raise CurlUsage("cannot write %s %s: %s" % (option, path, error.strerror),
+                        23) from None
 
 
 def disposition_name(value):
@@ -3275,29 +3276,25 @@ class CurlTrace:
         """Show one line."""
         print(line, file=sys.stderr)
 
-    def close(self):
-        """Nothing to close: stderr stays."""
-
 
 def curl_trace(line):
     """What shows the exchange: --trace-ascii's file, else -v's lines, else nothing."""
-    if line.get("trace_ascii"):
-        return TraceFile(line["trace_ascii"])
+    if line.get("trace_file"):
+        return TraceFile(line["trace_file"])
     return CurlTrace() if line.get("verbose") else None
 
 
 class TraceFile(CurlTrace):
-    """--trace-ascii's file ("-": stdout): what -v shows, in curl's blocks (== Info,
-    => Send header, <= Recv header, <= Recv data), each line after its offset in hex;
-    credentials masked, as -v's."""
+    """--trace-ascii's file: what -v shows, in curl's blocks (== Info, => Send header,
+    <= Recv header, <= Recv data), each line after its offset in hex; credentials masked,
+    as -v's."""
 
-    def __init__(self, path):
-        try:
-            self.file = sys.stdout if path == "-" else open(path, "w")
-        except OSError as error:
-            raise CurlUsage("cannot write --trace-ascii %s: %s" % (path, error.strerror),
-                            23) from None
-        self.sent = []  # the request head's lines, until its blank line
+    def __init__(self, file):
+        self.file, self.sent = file, []  # the request head's lines, until its blank line
+
+    def write(self, text):
+        """Add text to the file."""
+        self.file.write(text.encode("utf-8"))
 
     def __call__(self, line):
         """Add one of -v's lines."""
@@ -3309,27 +3306,22 @@ class TraceFile(CurlTrace):
         elif line.startswith("<"):
             self.block("<= Recv header", [line[2:]])
         else:
-            self.file.write("== Info: %s\n" % line.lstrip("* "))
+            self.write("== Info: %s\n" % line.lstrip("* "))
 
     def block(self, title, lines):
         """Write lines as one block, each CRLF-ended line counted."""
         size, offset = sum(len(text) + 2 for text in lines), 0
-        self.file.write("%s, %d bytes (%#x)\n" % (title, size, size))
+        self.write("%s, %d bytes (%#x)\n" % (title, size, size))
         for text in lines:
-            self.file.write("%04x: %s\n" % (offset, text))
+            self.write("%04x: %s\n" % (offset, text))
             offset += len(text) + 2
 
     def data(self, data):
         """Write a piece of the body, 64 bytes a line, what is not printable as a dot."""
-        self.file.write("<= Recv data, %d bytes (%#x)\n" % (len(data), len(data)))
+        self.write("<= Recv data, %d bytes (%#x)\n" % (len(data), len(data)))
         for offset in range(0, len(data), 64):
             piece = data[offset:offset + 64].decode("latin-1")
-            self.file.write("%04x: %s\n" % (offset, re.sub(r"[^\x20-\x7e]", ".", piece)))
-
-    def close(self):
-        """Close the file (stdout stays)."""
-        if self.file is not sys.stdout:
-            self.file.close()
+            self.write("%04x: %s\n" % (offset, re.sub(r"[^\x20-\x7e]", ".", piece)))
 
 
 WRITE_OUT = r"%%|%\{([a-z_]+)\}|%header\{([^}]*)\}|\\[nrt\\]"  # compiled when first used

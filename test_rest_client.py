@@ -4105,3 +4105,13 @@ def test_a_config_file_that_reads_itself_is_refused(tmp_path):
     assert (result.returncode, result.stdout) == (2, b"")
     assert result.stderr.startswith(b"rest_client: %s:2: -K %s: the file reads itself\n"
                                     % (str(config).encode(), str(config).encode()))
+
+
+def test_trace_ascii_holds_every_transfer_of_the_line(servers, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    url = servers.here.url
+    result = run_cli("-s", "--trace-ascii", "trace.txt", url + "/echo", url + "/custom")
+    assert (result.returncode, result.stdout) == (0, b"GET /echo\nfine\n")
+    sent = [line for line in (tmp_path / "trace.txt").read_text().splitlines()
+            if line.startswith("0000: GET ")]
+    assert sent == ["0000: GET /echo HTTP/1.1", "0000: GET /custom HTTP/1.1"]
