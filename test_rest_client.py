@@ -4113,5 +4113,5 @@ def test_trace_ascii_holds_every_transfer_of_the_line(servers, tmp_path, monkeyp
     result = run_cli("-s", "--trace-ascii", "trace.txt", url + "/echo", url + "/custom")
     assert (result.returncode, result.stdout) == (0, b"GET /echo\nfine\n")
     sent = [line for line in (tmp_path / "trace.txt").read_text().splitlines()
-            if line.startswith("0000: GET ")]
+            if line.startswith("0000: GET ") and line.endswith(" HTTP/1.1")]
     assert sent == ["0000: GET /echo HTTP/1.1", "0000: GET /custom HTTP/1.1"]
