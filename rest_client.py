@@ -2414,7 +2414,7 @@ def curl_usage():
     for names, value, _, does in CURL_OPTIONS:
         short, _, long = names.partition(" ") if names[1] != "-" else ("", "", names)
         named = "%-4s%s" % (short + "," if short else "", long.split()[0])
-        options.append(" %s  %s" % (("%s %s" % (named, value or "")).ljust(30), does))
+        options.append(" %s  %s" % (("%s %s" % (named, value or "")).ljust(31), does))
     return ("Usage: python rest_client.py [options...] URL        (curl's options, as curl "
             "reads them)\n       python rest_client.py METHOD URL [options...] (see "
             "python rest_client.py GET x --help)\n\nOptions:\n" + "\n".join(options) +
