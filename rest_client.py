@@ -2499,7 +2499,7 @@ class CurlTransfer:
     def __init__(self, line, jar=None):
         self.line = line
         self.silent = line.get("silent") and not line.get("show_error")
-        self.headers, self.body = curl_headers(line), curl_body(line)
+        self.headers, self.body = curl_headers(line), paced(curl_body(line), line)
         self.method = curl_method(line, self.body)
         self.url = curl_url(line)
         if line.get("get") and self.body is not None:  # -G: the data goes in the query
@@ -2748,6 +2748,51 @@ def read_input(path):
             return file.read()
     except OSError as error:
         raise CurlUsage("cannot read %s: %s" % (path, error.strerror or error), 26) from None
+
+
+def paced(body, line):
+    """The body, a file read no faster than --limit-rate says (stdin and bytes as they
+    are)."""
+    rate = curl_sizes(line, "limit_rate")[0]
+    if rate and hasattr(body, "read") and body is not sys.stdin.buffer:
+        return PacedFile(body, rate)
+    return body
+
+
+class PacedFile:
+    """A file to upload, each read waiting until the bytes read before it had their time
+    at rate bytes a second (--limit-rate), and reading a quarter of a second's worth at
+    most, so that the bytes go at an even pace."""
+
+    def __init__(self, file, rate):
+        self.file, self.rate, self.sent, self.started = file, rate, 0, None
+
+    def read(self, size=-1):
+        """The next bytes, when their time has come."""
+        if self.started is None:
+            self.started = time.monotonic()
+        time.sleep(rate_wait(self.sent, time.monotonic() - self.started, self.rate))
+        most = max(self.rate // 4, 1024)
+        data = self.file.read(most if size is None or size < 0 else min(size, most))
+        self.sent += len(data)
+        return data
+
+    def seek(self, offset, whence=0):
+        """Go to offset, to be sent again at the pace from the start."""
+        self.sent, self.started = 0, None
+        return self.file.seek(offset, whence)
+
+    def tell(self):
+        """Where the file is."""
+        return self.file.tell()
+
+    def fileno(self):
+        """The file's descriptor (its size gives the Content-Length)."""
+        return self.file.fileno()
+
+    def close(self):
+        """Close the file."""
+        self.file.close()
 
 
 def upload_file(path):

@@ -4115,3 +4115,19 @@ def test_trace_ascii_holds_every_transfer_of_the_line(servers, tmp_path, monkeyp
     sent = [line for line in (tmp_path / "trace.txt").read_text().splitlines()
             if line.startswith("0000: GET ") and line.endswith(" HTTP/1.1")]
     assert sent == ["0000: GET /echo HTTP/1.1", "0000: GET /custom HTTP/1.1"]
+
+
+def test_limit_rate_paces_a_file_upload_too(tmp_path, monkeypatch):
+    """curl's --limit-rate holds for uploads as for downloads: each read of the file waits
+    until those before it had their time (time.sleep is watched, not waited for)."""
+    path = tmp_path / "up.bin"
+    path.write_bytes(bytes(3000))
+    waits = []
+    monkeypatch.setattr(rest_client.time, "sleep", waits.append)
+    body = rest_client.paced(open(str(path), "rb"), {"limit_rate": "1k"})
+    assert rest_client.file_size(body) == 3000  # still sent with its Content-Length
+    assert [len(body.read(1024)) for _ in range(4)] == [1024, 1024, 952, 0]
+    assert [round(wait) for wait in waits] == [0, 1, 2, 3]
+    body.seek(0)  # sent again, after a 307: its pace starts again
+    assert len(body.read(1024)) == 1024 and round(waits[-1]) == 0
+    body.close()
