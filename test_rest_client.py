@@ -3946,6 +3946,8 @@ CURL_LINES.extend(lines(
     "-s --create-dirs --output-dir a/b -o c/out.txt $URL/echo",
     "-s --create-dirs -o existing.json/x $URL/echo",
     "-s -D heads.txt -o one.txt -o two.txt $URL/echo $URL/custom",
+    "-s --limit-rate 1M -T doc.txt $URL/upload/",
+    "-s --limit-rate 1M --data-binary @body.bin $URL/echo",
     piped("-K - -O", b'url = "http://127.0.0.1:1/"\n'),
 ))
 
