@@ -40,6 +40,7 @@ API_KEY in the environment becomes a Bearer token (a curl line reads no API_KEY)
 
 import functools
 import http.client
+import io
 import itertools
 import os
 import re
@@ -54,7 +55,7 @@ __all__ = ["Method", "Request", "Response", "Headers", "Client", "SAFE", "ALL", 
            "UrlEncodedForm", "Upload", "send", "tls_context", "close", "main", "TransferError",
            "NameNotResolved", "CouldNotConnect", "Timeout", "TLSError", "UntrustedCertificate",
            "ProxyError", "ProxyNotResolved", "TooManyRedirects", "EmptyReply", "ReceiveError",
-           "ReplyCutShort", "UndecodableReply"]
+           "ReplyCutShort", "UndecodableReply", "ReplyTooLarge", "MalformedReply"]
 
 DEFAULT_TIMEOUT = 30.0  # seconds
 MAX_REDIRECTS = 10
@@ -70,6 +71,7 @@ URL_SAFE = "/%:@!$&'()*+,;=?-._~"  # what quote() leaves alone in a path and que
 ACCEPT_ENCODING = "gzip, deflate"  # what the client asks for unless the caller says otherwise
 USER_AGENT = "rest_client.py"
 CHUNK_SIZE = 1 << 20  # bytes read at a time from a reply being saved, and from a file to upload
+MAX_BODY = 64 << 20  # bytes of a body, once decoded, kept in memory unless max_body says
 CREDENTIAL_HEADERS = ("authorization", "cookie", "proxy-authorization")  # never sent on to
 # another host or from https to http by a redirect (RFC 9110 §15.4: a client should not)
 DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -178,7 +180,8 @@ class Headers(dict):
 Settings = namedtuple("Settings", "base_url headers auth netrc context proxy noproxy cookies "
                                   "timeout connect_timeout retries follow_redirects "
                                   "max_redirects keep_method compressed user_agent "
-                                  "repeat_headers method_as_given resolve auto_referer")
+                                  "repeat_headers method_as_given resolve auto_referer "
+                                  "max_body")
 Settings.__doc__ = """What a Client holds; see Client."""
 
 
@@ -214,6 +217,9 @@ class Client:
     resolve           a function (host, port) -> the address to connect to, in place of
                       the system's look-up (curl's --resolve, -4 and -6)
     auto_referer      whether a redirect sends the URL it came from as Referer (-e ";auto")
+    max_body          the most bytes a body may have, once decoded (more is ReplyTooLarge,
+                      so that no server can fill the memory); None: 64 MiB for a body kept
+                      in memory, no limit for one saved to a file (save_to)
     """
 
     def __init__(self, base_url=None, headers=None, auth=None, netrc=False, context=None,
@@ -221,11 +227,12 @@ class Client:
                  connect_timeout=None, retries=0, follow_redirects=SAFE,
                  max_redirects=MAX_REDIRECTS, keep_method=None, compressed=True,
                  user_agent=USER_AGENT, repeat_headers=False, method_as_given=False,
-                 resolve=None, auto_referer=False):
+                 resolve=None, auto_referer=False, max_body=None):
         self.settings = Settings(base_url, headers, auth, netrc, context, proxy, noproxy,
                                  cookies, timeout, connect_timeout, retries, follow_redirects,
                                  max_redirects, keep_method, compressed, user_agent,
-                                 repeat_headers, method_as_given, resolve, auto_referer)
+                                 repeat_headers, method_as_given, resolve, auto_referer,
+                                 max_body)
         self.environment = environment_proxies()
         self.pool, self.routes = ConnectionPool(), {}
 
@@ -307,28 +314,39 @@ class Client:
         if settings.cookies is not None:
             keep_cookies(settings.cookies, outgoing, reply)
         streamed = download is not None and 200 <= reply.status < 300
+        limit = MAX_BODY if settings.max_body is None and not streamed else settings.max_body
         try:
+            check_length(reply, response.headers, route)
             if download is not None:
                 download.head(response)
-            raw = self.read_body(reply, connection, outgoing, download if streamed else None,
-                                 deadline)
+            raw = self.read_body(reply, outgoing, download if streamed else None, limit)
+        except (OSError, http.client.HTTPException) as error:  # the head came, the rest not
+            connection.close()
+            raise explained(error, outgoing, head_arrived=True) from None
         except BaseException:
             connection.close()
             raise
         self.pool.done(route, connection, reply)
         return with_body(response, raw)
 
-    def read_body(self, reply, connection, outgoing, download, deadline):
-        """The reply's body, decoded as the request asked, or b"" once written to download."""
+    def read_body(self, reply, outgoing, download, limit):
+        """The reply's body, decoded as the request asked, or b"" once written to download;
+        ReplyTooLarge past limit bytes (None: no limit)."""
         if reply.from_proxy:
             return reply.body
         accepted = ", ".join(as_list(outgoing.headers.get(ACCEPT_ENCODING_NAME, "")))
-        codings = reply.msg.get_all("Content-Encoding") or []
+        inflaters = inflaters_for(reply.msg.get_all("Content-Encoding") or [], accepted)
+        if limit is not None and not inflaters and (reply.length or 0) > limit:
+            raise too_large(outgoing.url, limit)  # known before a byte of it is read
+        pieces = raw_pieces(reply, download.progress if download else None)
+        for inflater in inflaters:
+            pieces = inflater.undo(pieces)
+        if limit is not None:
+            pieces = within(pieces, limit, outgoing.url)
         if download is not None:
-            stream(reply, connection, download, inflaters_for(codings, accepted), deadline)
+            stream(pieces, download)
             return b""
-        raw = read_all(reply, connection, deadline)
-        return decompress(raw, codings, accepted)
+        return b"".join(pieces)
 
     def route(self, url, settings):
         """How to reach the URL's host: directly, or through which proxy, with which TLS;
@@ -543,8 +561,8 @@ def body_bytes(body, headers):
             raise TypeError("the body cannot be sent as JSON: %s" % error) from None
         if not has_type:
             headers["Content-Type"] = "application/json"
-    elif hasattr(body, "read") or (hasattr(body, "__iter__") and
-                                   not isinstance(body, (bytes, str, bytearray))):
+    elif hasattr(body, "read") or (hasattr(body, "__iter__") and not isinstance(
+            body, (bytes, str, bytearray, set, frozenset))):  # a set has no order to send
         if not has_type:
             headers["Content-Type"] = "application/octet-stream"
         return body  # a file or an iterable of bytes, sent as it is read
@@ -642,15 +660,52 @@ def charset_of(content_type):
     return None
 
 
-def read_all(reply, connection, deadline):
-    """The whole body of a reply, read before the deadline."""
-    pieces = []
+def check_length(reply, headers, where):
+    """Raise MalformedReply for Content-Length values that differ: where the body ends
+    cannot be known (RFC 9112 §6.3). Values that agree are one length (http.client reads
+    "5, 5" as none)."""
+    values = headers.get("Content-Length")
+    if values is None or (len(values) == 1 and "," not in values[0]):
+        return
+    lengths = list(dict.fromkeys(length.strip() for value in values
+                                 for length in value.split(",")))
+    if len(lengths) > 1:
+        raise MalformedReply("the reply from %s:%d has conflicting Content-Length values (%s): "
+                             "where its body ends cannot be known"
+                             % (where.host, where.port, " and ".join(lengths)))
+    if ASCII_DIGITS.fullmatch(lengths[0]):
+        reply.length = int(lengths[0])
+
+
+def raw_pieces(reply, progress=None):
+    """The reply's body as it arrives, as it came (progress, if given, is told how much so
+    far); ReplyCutShort when it ends before its end."""
+    received, total = 0, reply.length
     while True:
-        piece = read_piece(reply, connection, deadline)
+        piece = read_piece(reply)
         if not piece:
-            ended(reply, sum(map(len, pieces)))
-            return b"".join(pieces)
-        pieces.append(piece)
+            break
+        received += len(piece)
+        yield piece
+        if progress:
+            progress(received, total)
+    ended(reply, received)
+
+
+def within(pieces, limit, url):
+    """The pieces, until they come to more than limit bytes: then ReplyTooLarge."""
+    size = 0
+    for piece in pieces:
+        size += len(piece)
+        if size > limit:
+            raise too_large(url, limit)
+        yield piece
+
+
+def too_large(url, limit):
+    """The error for a body larger than max_body allows."""
+    return ReplyTooLarge("the reply from %s is larger than max_body allows (%d bytes)"
+                         % (url, limit))
 
 
 def ended(reply, received):
@@ -662,11 +717,9 @@ def ended(reply, received):
     reply.close()
 
 
-def read_piece(reply, connection, deadline, size=CHUNK_SIZE):
+def read_piece(reply, size=CHUNK_SIZE):
     """What has arrived of the body, up to size bytes (b"" at its end), before the
-    deadline."""
-    if connection.sock is not None:  # None once a reply that ends its connection is in
-        keep_within(connection.sock, deadline)
+    deadline (the reply's reader keeps to it)."""
     try:
         return reply.read1(size)
     except http.client.IncompleteRead:  # a chunked body that stopped before its last chunk
@@ -740,7 +793,8 @@ def spilled(download):
 def worth_retrying(method, response, error):
     """Whether to send a request again: it must be idempotent (RFC 9110 §9.2.2), and no
     reply came (for a request that could be sent) or the reply said to try again later."""
-    if method not in IDEMPOTENT_METHODS or isinstance(error, ValueError):
+    if method not in IDEMPOTENT_METHODS or isinstance(error, (ValueError, ReplyTooLarge,
+                                                               MalformedReply)):
         return False
     return response is None or response.status_code in RETRY_STATUSES
 
@@ -794,7 +848,11 @@ def how_long(response):
 
 class TransferError(OSError):
     """No (whole) reply came; the subclass says why, the text names the host and port, the
-    proxy or the file. reason is the lower-level error, when there was one."""
+    proxy or the file. reason is the lower-level error, when there was one; head_arrived
+    says whether the reply's head came before the trouble (the reply is cut short, not
+    missing)."""
+
+    head_arrived = False
 
     def __init__(self, message, reason=None):
         super().__init__(message)
@@ -863,11 +921,31 @@ class UndecodableReply(TransferError):
     reply came, so it is an error value, never a half-decoded body."""
 
 
-def explained(error, outgoing):
-    """The error to return, typed by what failed and naming where, if it is not yet."""
+class ReplyTooLarge(TransferError):
+    """A body larger, once decoded, than max_body allows (curl's exit 63, --max-filesize)."""
+
+
+class MalformedReply(ReceiveError):
+    """A reply whose head breaks HTTP's rules, so that it cannot be read safely."""
+
+
+def explained(error, outgoing, head_arrived=False):
+    """The error to return, typed by what failed and naming where, if it is not yet; one
+    after the reply's head is marked so."""
+    error = typed(error, outgoing, head_arrived)
+    if head_arrived and isinstance(error, TransferError):
+        error.head_arrived = True
+    return error
+
+
+def typed(error, outgoing, head_arrived):
+    """The error as a TransferError whose type says what failed, if it is not one yet."""
     if isinstance(error, (TransferError, ValueError)):
         return error
     where = "?" if outgoing is None else urlsplit(outgoing.url).netloc
+    if isinstance(error, socket.timeout) and head_arrived:
+        return Timeout("the reply from %s was cut short: the rest of its body did not come "
+                       "within the time allowed" % where, error)
     if isinstance(error, socket.timeout):
         return Timeout("no reply from %s within the time allowed" % where, error)
     if isinstance(error, (http.client.RemoteDisconnected, http.client.BadStatusLine)):
@@ -994,7 +1072,7 @@ def or_close(connection, work, *arguments):
 
 def send_request(connection, method, target, headers, body, deadline, trace):
     """Write the request's head and body, and read the reply's head."""
-    connection.trace = trace
+    connection.trace, connection.deadline = trace, deadline
     if connection.sock is None:
         remaining = time_left(deadline)
         connection.timeout = min(remaining, connection.connect_timeout or remaining)
@@ -1049,18 +1127,46 @@ def pieces_of(body):
 
 
 class Reply(http.client.HTTPResponse):
-    """http.client's reply; from_proxy marks a proxy's refusal of a tunnel."""
+    """http.client's reply, read from the socket before the deadline; from_proxy marks a
+    proxy's refusal of a tunnel."""
 
     from_proxy = False
 
-    def __init__(self, sock, *args, **kwargs):
-        super().__init__(sock, *args, **kwargs)
-        if sys.implementation.name == "pypy":
-            # PyPy's read1(n) returns at most a buffer's worth (CPython's reads n at once):
-            # with http.client's 8 KiB buffer a GiB came in 131,072 pieces, not about 2,000,
-            # and took 1.3 times the CPU
-            self.fp.close()
-            self.fp = sock.makefile("rb", CHUNK_SIZE)
+    def __init__(self, sock, deadline, *args, **options):
+        super().__init__(TimedReader(sock, deadline), *args, **options)
+
+
+# PyPy's read1(n) returns at most a buffer's worth (CPython's reads n at once): with
+# http.client's 8 KiB buffer a GiB came in 131,072 pieces, not about 2,000, and took 1.3
+# times the CPU
+READ_BUFFER = CHUNK_SIZE if sys.implementation.name == "pypy" else io.DEFAULT_BUFFER_SIZE
+
+
+class TimedReader(io.RawIOBase):
+    """A socket's bytes, no wait for them longer than the time left before the deadline:
+    a server that drips its reply a byte at a time, or sends 100 Continue without end,
+    cannot stretch the exchange past it (each recv would wait a whole timeout anew)."""
+
+    def __init__(self, sock, deadline):
+        self.sock, self.deadline, self.raw = sock, deadline, sock.makefile("rb", 0)
+
+    def makefile(self, mode):
+        """A buffered reader of these bytes, as http.client's reply asks its socket for."""
+        return io.BufferedReader(self, READ_BUFFER)
+
+    def readable(self):
+        """Whether it can be read: it can."""
+        return True
+
+    def readinto(self, buffer):
+        """Read what has come into buffer, waiting until the deadline at most."""
+        keep_within(self.sock, self.deadline)
+        return self.raw.readinto(buffer)
+
+    def close(self):
+        """Let the socket go: it closes once its connection lets it go too."""
+        self.raw.close()
+        super().close()
 
 
 class Connection(http.client.HTTPConnection):
@@ -1068,13 +1174,16 @@ class Connection(http.client.HTTPConnection):
     tunnel (CONNECT) for https, and in TLS for https. The first thing it sends for a
     request, its head, is shown to trace, as curl -v shows it."""
 
-    response_class = Reply
-
     def __init__(self, route, connect_timeout=None, resolve=None):
         host, port = route.proxy or (route.host, route.port)
         super().__init__(host, port)
         self.route, self.connect_timeout, self.trace = route, connect_timeout, None
         self.resolve = resolve
+        self.deadline = None  # the request's, which its reply keeps to
+
+    def response_class(self, sock, *args, **options):
+        """The reply to the request sent (http.client makes it), read before its deadline."""
+        return Reply(sock, self.deadline, *args, **options)
 
     def connect(self):
         """Open the TCP connection, the proxy's tunnel and TLS, as the route says."""
@@ -1138,7 +1247,7 @@ def open_tunnel(connection):
         for line in head:
             connection.trace("> " + masked(line))
     connection.sock.sendall(("\r\n".join(head) + "\r\n\r\n").encode("latin-1"))
-    reply = Reply(connection.sock, method="CONNECT")
+    reply = Reply(connection.sock, connection.deadline, method="CONNECT")
     reply.begin()
     if detailed(connection.trace):
         connection.trace("< HTTP/1.%d %d %s" % (reply.version % 10, reply.status, reply.reason))
@@ -1223,21 +1332,12 @@ def regular_or_missing(path):
         return True
 
 
-def stream(reply, connection, download, inflaters, deadline):
-    """Write a reply's body to the download as it arrives, decoded; ReplyCutShort or
-    UndecodableReply when it fails half-way."""
-    received, total = 0, reply.length
+def stream(pieces, download):
+    """Write a body's pieces to the download as they arrive; the error that ends them
+    (ReplyCutShort, UndecodableReply, ...) when it fails half-way."""
     download.begin()
-    while True:
-        piece = read_piece(reply, connection, deadline)
-        if not piece:
-            break
-        received += len(piece)
-        download.write(decoded(piece, inflaters))
-        if download.progress:
-            download.progress(received, total)
-    ended(reply, received)
-    download.write(finished(inflaters) if received else b"")  # a HEAD reply has no body
+    for piece in pieces:
+        download.write(piece)
     download.complete = True
 
 
@@ -1268,13 +1368,6 @@ def saved(response, error, download):
 # Content codings: gzip and deflate replies, decoded as they arrive (RFC 9110 §8.4)
 # ---------------------------------------------------------------------------------------
 
-def decompress(raw, content_encodings, accept_encoding):
-    """The body with the codings the request accepted undone. An empty body has nothing to
-    decode: a HEAD reply, a 204 or a 304 names the coding of a body it does not carry."""
-    inflaters = inflaters_for(content_encodings, accept_encoding) if raw else []
-    return decoded(raw, inflaters) + finished(inflaters) if inflaters else raw
-
-
 def inflaters_for(content_encodings, accept_encoding):
     """An Inflater for each content coding to undo, last applied first (RFC 9110 §8.4), as
     far as the request's Accept-Encoding named them; a coding it did not name stays."""
@@ -1291,25 +1384,41 @@ def inflaters_for(content_encodings, accept_encoding):
 
 
 class Inflater:
-    """Undoes one gzip or deflate coding, a piece at a time, so that a download is decoded
-    as it arrives. "deflate" means the zlib format (RFC 9110 §8.4.1.2), but some servers
-    send bare deflate data, which browsers take too."""
+    """Undoes one gzip or deflate coding as the body arrives, in bounded steps: a small
+    gzip reply can hold gigabytes of zeros. "deflate" means the zlib format (RFC 9110
+    §8.4.1.2), but some servers send bare deflate data, which browsers take too."""
 
     def __init__(self, coding):
         import zlib  # here: a plain request never needs it
         self.zlib, self.coding, self.started = zlib, coding, False
         self.engine = zlib.decompressobj(zlib.MAX_WBITS | (0 if coding == "deflate" else 16))
 
-    def decode(self, data):
-        """The decoded bytes of the next piece; UndecodableReply if it does not decode."""
+    def undo(self, pieces):
+        """The pieces decoded, CHUNK_SIZE bytes at most at a time, however much they hold;
+        UndecodableReply for data that does not decode, or that ends before its end. An
+        empty body has nothing to decode: a HEAD reply, a 204 or a 304 names the coding of
+        a body it does not carry."""
+        for piece in pieces:
+            data = self.step(piece)
+            yield data
+            while self.engine.unconsumed_tail or len(data) == CHUNK_SIZE:
+                data = self.step(self.engine.unconsumed_tail)  # what did not fit yet
+                yield data
+        if self.started:
+            yield self.finish()
+
+    def step(self, data):
+        """Decode data up to CHUNK_SIZE bytes (the rest waits in the engine's
+        unconsumed_tail); UndecodableReply if it does not decode."""
         try:
             if not self.started and self.coding == "deflate":
                 self.started = True
                 try:
-                    return self.engine.decompress(data)
+                    return self.engine.decompress(data, CHUNK_SIZE)
                 except self.zlib.error:  # no zlib header: bare deflate
                     self.engine = self.zlib.decompressobj(-self.zlib.MAX_WBITS)
-            return self.engine.decompress(data)
+            self.started = True
+            return self.engine.decompress(data, CHUNK_SIZE)
         except self.zlib.error as error:
             raise UndecodableReply("the %s reply does not decode: %s"
                                    % (self.coding, error)) from None
@@ -1321,21 +1430,6 @@ class Inflater:
             raise UndecodableReply("the %s reply does not decode: it ends before its end"
                                    % self.coding)
         return rest
-
-
-def decoded(data, inflaters):
-    """A piece of the body through each inflater in turn."""
-    for inflater in inflaters:
-        data = inflater.decode(data)
-    return data
-
-
-def finished(inflaters):
-    """What the inflaters still hold once the body has ended, each passing it to the next."""
-    rest = b""
-    for inflater in inflaters:
-        rest = inflater.decode(rest) + inflater.finish()
-    return rest
 
 
 # ---------------------------------------------------------------------------------------
@@ -2181,7 +2275,8 @@ def report(options, keywords, response, error):
         print("rest_client: cannot send: %s" % error, file=sys.stderr)
         return 2
     if error is not None:
-        print("rest_client: no reply: %s" % error, file=sys.stderr)
+        what = "incomplete reply" if getattr(error, "head_arrived", False) else "no reply"
+        print("rest_client: %s: %s" % (what, error), file=sys.stderr)
         return 3
     if options.include and not (isinstance(keywords["save_to"], HeadFirst)
                                 and response.saved_to is not None):
@@ -2611,7 +2706,7 @@ def exit_status_of(error):
                          (TLSError, 35), (NameNotResolved, 6), (ProxyNotResolved, 5),
                          (CouldNotConnect, 7), (ProxyError, 7), (Timeout, 28),
                          (EmptyReply, 52), (ReplyCutShort, 18), (ReceiveError, 56),
-                         (UndecodableReply, 61), (ValueError, 3)]:
+                         (UndecodableReply, 61), (ReplyTooLarge, 63), (ValueError, 3)]:
         if isinstance(error, kind):
             return status
     return 56 if isinstance(error, (ConnectionError, http.client.HTTPException)) else 26

@@ -1133,7 +1133,8 @@ def test_a_corrupt_gzip_reply_is_an_error_value(counting):
     assert str(err).startswith("the gzip reply does not decode: ")
     result = run_cli("GET", server.url + "/")
     assert (result.returncode, result.stdout) == (3, b"")
-    assert result.stderr.startswith(b"rest_client: no reply: the gzip reply does not decode: ")
+    assert result.stderr.startswith(
+        b"rest_client: incomplete reply: the gzip reply does not decode: ")
 
 
 def test_a_coding_the_request_did_not_ask_for_is_left_alone(counting):
@@ -1531,7 +1532,8 @@ def test_a_download_that_fails_half_way_is_an_error_and_leaves_no_file(
     assert os.listdir(str(tmp_path)) == []
     result = run_cli("GET", server.url + "/", "-o", str(tmp_path / "x.bin"))
     assert (result.returncode, result.stdout) == (3, b"")
-    assert result.stderr.startswith(b"rest_client: no reply: ") and result.stderr.count(b"\n") == 1
+    assert result.stderr.startswith(b"rest_client: incomplete reply: ")
+    assert result.stderr.count(b"\n") == 1
     assert os.listdir(str(tmp_path)) == []
 
 
@@ -4130,3 +4132,258 @@ def test_limit_rate_paces_a_file_upload_too(tmp_path, monkeypatch):
     body.seek(0)  # sent again, after a 307: its pace starts again
     assert len(body.read(1024)) == 1024 and round(waits[-1]) == 0
     body.close()
+
+
+# -- c-safe: a client that trusts no server with its memory or its time --------------------
+
+class LyingServer:
+    """A server on 127.0.0.1 that reads each request's head, then lets lie(connection,
+    stopped) answer: dripped, endless or a bomb. Every lie ends when stopped is set, so a
+    test that gave up leaves no thread writing."""
+
+    def __init__(self, lie):
+        self.lie, self.stopped = lie, threading.Event()
+        self.listener = socket.socket()
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(8)
+        self.authority = "127.0.0.1:%d" % self.listener.getsockname()[1]
+        self.url = "http://" + self.authority
+        threading.Thread(target=self.accept, daemon=True).start()
+
+    def accept(self):
+        while True:
+            try:
+                connection, _ = self.listener.accept()
+            except OSError:  # closed: the test is over
+                return
+            threading.Thread(target=self.serve, args=(connection,), daemon=True).start()
+
+    def serve(self, connection):
+        with connection, connection.makefile("rb") as stream:
+            try:
+                while CountingServer.read_request_head(stream) is not None:
+                    self.lie(connection, self.stopped)
+            except OSError:  # the client gave up and closed the connection
+                pass
+
+    def close(self):
+        self.stopped.set()
+        self.listener.close()
+
+
+@pytest.fixture
+def lying():
+    """Make LyingServers, stopped and with the client's kept connections closed after."""
+    servers = []
+
+    def make(lie):
+        servers.append(LyingServer(lie))
+        return servers[-1]
+
+    yield make
+    rest_client.close()
+    for server in servers:
+        server.close()
+
+
+def dripped(data, every=0.3, head=b""):
+    """A lie that sends the head at once, then data one byte at a time, every so often."""
+    def lie(connection, stopped):
+        connection.sendall(head)
+        for byte in data:
+            if stopped.wait(every):
+                return
+            connection.sendall(bytes([byte]))
+    return lie
+
+
+def endless_continues(connection, stopped):
+    """A lie that sends 100 Continue, again and again (for 10 s at most)."""
+    for _ in range(200):
+        connection.sendall(b"HTTP/1.1 100 Continue\r\n\r\n")
+        if stopped.wait(0.05):
+            return
+
+
+def endless_chunks(connection, stopped):
+    """A lie that sends a chunked body that never ends."""
+    connection.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+    chunk = b"10000\r\n" + b"x" * 0x10000 + b"\r\n"
+    while not stopped.is_set():
+        connection.sendall(chunk)
+
+
+def gzip_of_zeros(mebibytes):
+    """A gzip stream of that many MiB of zeros, made in milliseconds: after a full flush
+    deflate starts afresh, so each MiB compresses to the same bytes, made once."""
+    zeros, crc = bytes(MIB), 0
+    engine = zlib.compressobj(9, zlib.DEFLATED, -zlib.MAX_WBITS)
+    mebibyte = engine.compress(zeros) + engine.flush(zlib.Z_FULL_FLUSH)
+    for _ in range(mebibytes):
+        crc = zlib.crc32(zeros, crc)
+    return (b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff" + mebibyte * mebibytes + b"\x03\x00"
+            + crc.to_bytes(4, "little") + (mebibytes * MIB).to_bytes(4, "little"))
+
+
+BOMB_MIB = 128
+
+
+@pytest.fixture(scope="module")
+def bomb():
+    """A lie that sends a small gzip reply (about 130 KB) that decodes to 128 MiB."""
+    data = gzip_of_zeros(BOMB_MIB)
+    head = (b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: %d\r\n"
+            b"Content-Type: application/octet-stream\r\n\r\n" % len(data))
+    def lie(connection, stopped):
+        connection.sendall(head + data)
+
+    lie.data = data
+    return lie
+
+
+def timed_send(request, **options):
+    """send()'s result and the seconds it took."""
+    started = time.monotonic()
+    result = send(request, **options)
+    return result, time.monotonic() - started
+
+
+@pytest.mark.parametrize("lie", [
+    dripped(b"HTTP/1.1 200 OK\r\nX-Drip: " + b"x" * 40 + b"\r\n\r\n"),
+    endless_continues], ids=["dripped head", "endless 100 Continue"])
+def test_a_head_that_never_ends_is_a_timeout_within_the_timeout(lying, lie):
+    server = lying(lie)
+    (resp, err), elapsed = timed_send(Request("GET", server.url + "/"), timeout=0.7)
+    assert resp is None and isinstance(err, rest_client.Timeout)
+    assert str(err) == "no reply from %s within the time allowed" % server.authority
+    assert elapsed < 2
+
+
+# A body whose first chunk's size line never ends: its extension (RFC 9112 §7.1.1) dripped
+DRIPPED_BODY = dripped(b"5;" + b"x" * 40, every=0.05,
+                       head=b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+
+
+def test_a_dripped_body_is_a_timeout_that_says_the_reply_was_cut_short(lying):
+    server = lying(DRIPPED_BODY)
+    (resp, err), elapsed = timed_send(Request("GET", server.url + "/"), timeout=0.7)
+    assert resp is None and isinstance(err, rest_client.Timeout)
+    assert str(err) == ("the reply from %s was cut short: the rest of its body did not come "
+                        "within the time allowed" % server.authority)
+    assert elapsed < 1.5
+
+
+def test_a_gzip_bomb_kept_in_memory_stops_at_max_body(lying, bomb):
+    server = lying(bomb)
+    (resp, err), peak = with_peak_memory(
+        lambda: send(Request("GET", server.url + "/bomb"), max_body=8 * MIB))
+    assert resp is None and isinstance(err, rest_client.ReplyTooLarge)
+    assert isinstance(err, rest_client.TransferError)
+    assert str(err) == ("the reply from %s/bomb is larger than max_body allows (8388608 "
+                        "bytes)" % server.url)
+    assert peak < 8 * MIB + 3 * MIB
+
+
+def test_an_endless_chunked_body_stops_at_max_body(lying):
+    server = lying(endless_chunks)
+    client = rest_client.Client(max_body=4 * MIB)
+    (resp, err), peak = with_peak_memory(lambda: client.send(Request("GET", server.url + "/")))
+    client.close()
+    assert resp is None and isinstance(err, rest_client.ReplyTooLarge)
+    assert str(err) == ("the reply from %s/ is larger than max_body allows (4194304 bytes)"
+                        % server.url)
+    assert peak < 4 * MIB + 3 * MIB
+
+
+def test_max_body_is_64_mib_by_default(lying, bomb):
+    server = lying(bomb)
+    resp, err = send(Request("GET", server.url + "/"))
+    assert resp is None and isinstance(err, rest_client.ReplyTooLarge)
+    assert str(err) == ("the reply from %s/ is larger than max_body allows (67108864 bytes)"
+                        % server.url)
+
+
+def test_max_body_counts_the_bytes_after_decoding(counting):
+    body = bytes(range(256)) * 4096  # 1 MiB
+    server = counting(lambda number, request: answer(gzip.compress(body), headers=[
+        "Content-Encoding: gzip"]))
+    resp, err = send(Request("GET", server.url + "/"), max_body=MIB)
+    assert err is None and resp.content == body
+    resp, err = send(Request("GET", server.url + "/"), max_body=MIB - 1)
+    assert resp is None and isinstance(err, rest_client.ReplyTooLarge)
+
+
+def test_a_length_above_max_body_is_refused_before_its_body_is_read(lying):
+    def announce_a_gib(connection, stopped):
+        connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % (1 << 30))
+        stopped.wait(10)  # and send none of it
+
+    server = lying(announce_a_gib)
+    (resp, err), elapsed = timed_send(Request("GET", server.url + "/"), max_body=MIB)
+    assert resp is None and isinstance(err, rest_client.ReplyTooLarge)
+    assert elapsed < 0.5
+
+
+def test_a_gzip_bomb_saved_to_a_file_streams_under_64_mb(lying, bomb, tmp_path):
+    server = lying(bomb)
+    target = str(tmp_path / "zeros.bin")
+    (resp, err), peak = with_peak_memory(
+        lambda: send(Request("GET", server.url + "/"), save_to=target))
+    assert err is None and (resp.status_code, resp.saved_size) == (200, BOMB_MIB * MIB)
+    assert os.path.getsize(target) == BOMB_MIB * MIB  # the gzip's own check of its length
+    assert peak < 8 * MIB
+
+
+def test_max_body_given_bounds_a_body_saved_to_a_file_too(lying, tmp_path):
+    server = lying(endless_chunks)
+    target = tmp_path / "endless.bin"
+    resp, err = send(Request("GET", server.url + "/"), save_to=str(target), max_body=2 * MIB)
+    assert resp is None and isinstance(err, rest_client.ReplyTooLarge)
+    assert os.listdir(str(tmp_path)) == []  # no half-written file
+
+
+@pytest.mark.parametrize("lengths", ["Content-Length: 5\r\nContent-Length: 6",
+                                     "Content-Length: 5, 6"])
+def test_conflicting_content_lengths_are_an_error_value(counting, lengths):
+    server = counting(lambda number, request: (
+        b"HTTP/1.1 200 OK\r\n%s\r\n\r\nhello!" % lengths.encode(), CLOSE))
+    resp, err = send(Request("GET", server.url + "/"))
+    assert resp is None and isinstance(err, rest_client.MalformedReply)
+    assert str(err) == ("the reply from %s has conflicting Content-Length values (5 and 6): "
+                        "where its body ends cannot be known" % server.url[7:])
+
+
+@pytest.mark.parametrize("lengths", ["Content-Length: 5\r\nContent-Length: 5",
+                                     "Content-Length: 5, 5"])
+def test_repeated_content_lengths_that_agree_are_one_length(counting, lengths):
+    server = counting(lambda number, request: b"HTTP/1.1 200 OK\r\n%s\r\n\r\nhello" % (
+        lengths.encode()))
+    resp, err = send(Request("GET", server.url + "/"), timeout=2)  # not read until it closes
+    assert err is None and resp.body == "hello"
+
+
+@pytest.mark.parametrize("body", [{b"a", b"b"}, frozenset([b"a"])])
+def test_a_set_body_raises_type_error_before_anything_is_sent(scripted, body):
+    count = len(scripted.received)
+    with pytest.raises(TypeError) as raised:
+        send(Request("POST", scripted.url + "/echo", body=body))
+    assert str(raised.value) == ("body must be bytes, str, a dict, a list, a form, a file, an "
+                                 "iterable of bytes or None, not %s" % type(body).__name__)
+    assert len(scripted.received) == count
+
+
+def test_a_reply_too_large_is_not_sent_again(lying):
+    calls = []
+    server = lying(lambda connection, stopped: (calls.append(1), endless_chunks(
+        connection, stopped)))
+    resp, err = send(Request("GET", server.url + "/"), max_body=MIB, retries=2)
+    assert isinstance(err, rest_client.ReplyTooLarge) and len(calls) == 1
+
+
+def test_cli_an_error_after_the_head_says_the_reply_is_incomplete(lying):
+    server = lying(DRIPPED_BODY)
+    result = run_cli("GET", server.url + "/", "--timeout", "0.3")
+    assert (result.returncode, result.stdout) == (3, b"")
+    assert result.stderr == ("rest_client: incomplete reply: the reply from %s was cut short: "
+                             "the rest of its body did not come within the time allowed\n"
+                             % server.authority).encode()
