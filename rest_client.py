@@ -2701,8 +2701,7 @@ def curl_status(response, error, line):
 def exit_status_of(error):
     """curl's exit status for an error value."""
     for kind, status in [(WriteError, 23), (RangeIgnored, 33), (TooManyRedirects, 47),
-                         (SchemeRefused, 1), (FileTooLarge, 63),
-                         (UntrustedCertificate, 60),
+                         (SchemeRefused, 1), (UntrustedCertificate, 60),
                          (TLSError, 35), (NameNotResolved, 6), (ProxyNotResolved, 5),
                          (CouldNotConnect, 7), (ProxyError, 7), (Timeout, 28),
                          (EmptyReply, 52), (ReplyCutShort, 18), (ReceiveError, 56),
@@ -2982,7 +2981,8 @@ def curl_settings(line, body):
                 "connect_timeout": curl_seconds(line, "connect_timeout", 0) or 300,
                 "proxy": line.get("proxy"), "noproxy": line.get("noproxy"),
                 "context": curl_tls(line), "resolve": curl_resolver(line),
-                "auto_referer": (line.get("referer") or "").endswith(";auto")}
+                "auto_referer": (line.get("referer") or "").endswith(";auto"),
+                "max_body": curl_sizes(line, "max_filesize")[0]}
     if line.get("method"):  # -X names the method alone; the body goes by curl's own rules
         settings["keep_method"] = curl_method(dict(line, method=None), body)
     settings.update(curl_credentials(line))
@@ -3163,10 +3163,6 @@ class SchemeRefused(TransferError):
     1)."""
 
 
-class FileTooLarge(TransferError):
-    """A body larger than --max-filesize (curl's exit 63)."""
-
-
 class RangeIgnored(TransferError):
     """A resumed download (-C) whose server sent the whole body again (curl's exit 33):
     appending it would spoil the file."""
@@ -3185,8 +3181,7 @@ class CurlOutput(Download):
         self.name_from_reply = line.get("header_name") and line.get("remote_name") and (
             not line.get("output"))
         self.dump = line.get("dump")
-        # --max-filesize is counted here: this Client has no max_body yet
-        self.max_size, self.rate = curl_sizes(line, "max_filesize", "limit_rate")
+        self.rate = curl_sizes(line, "limit_rate")[0]
         self.redirect_schemes = redirect_schemes(line)
         self.line, self.opened, self.last_head, self.hops = line, False, None, -1
         self.resume_from, self.complete_already = 0, False
@@ -3245,7 +3240,7 @@ class CurlOutput(Download):
 
     def check_limits(self, response):
         """SchemeRefused for a redirect -L would follow to a scheme --proto or --proto-redir
-        leaves out; FileTooLarge for a body whose length is over --max-filesize."""
+        leaves out."""
         location = response.headers.first("Location", None)
         if self.redirect_schemes is not None and self.line.get("location") and location and (
                 response.status_code in REDIRECT_STATUSES):
@@ -3253,14 +3248,6 @@ class CurlOutput(Download):
                                          self.redirect_schemes)
             if refusal:
                 raise refusal
-        length = response.headers.first("Content-Length")
-        if self.max_size and ASCII_DIGITS.fullmatch(length) and int(length) > self.max_size:
-            self.too_large(int(length))
-
-    def too_large(self, size):
-        """FileTooLarge, naming the limit."""
-        raise FileTooLarge("Maximum file size exceeded: the body has %d bytes or more, "
-                           "--max-filesize is %d bytes" % (size, self.max_size))
 
     def take_name(self, response):
         """-J: the file is named as the reply's Content-Disposition says, when it is a
@@ -3289,8 +3276,6 @@ class CurlOutput(Download):
         if self.guard_terminal and b"\0" in data:
             raise WriteError('binary output can mess up your terminal: use "-o -" to '
                              'have it there anyway, or "-o FILE" to save it')
-        if self.max_size and self.size + len(data) > self.max_size:
-            self.too_large(self.size + len(data))
         if self.rate:  # --limit-rate: a piece waits until those before it had their time
             time.sleep(rate_wait(self.size, time.monotonic() - self.started, self.rate))
         self.write_bytes(data)

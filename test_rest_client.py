@@ -4387,3 +4387,13 @@ def test_cli_an_error_after_the_head_says_the_reply_is_incomplete(lying):
     assert result.stderr == ("rest_client: incomplete reply: the reply from %s was cut short: "
                              "the rest of its body did not come within the time allowed\n"
                              % server.authority).encode()
+
+
+# -- c-merged: the client's three branches as one ----------------------------------------------
+
+def test_max_filesize_is_the_clients_max_body():
+    """--max-filesize is one limit, the library's: ReplyTooLarge, curl's exit 63."""
+    line = rest_client.parse_curl_line(["--max-filesize", "1k", "http://127.0.0.1:1/"])
+    assert rest_client.curl_settings(line, None)["max_body"] == 1024
+    assert rest_client.exit_status_of(rest_client.ReplyTooLarge("x")) == 63
+    assert not hasattr(rest_client, "FileTooLarge")
