@@ -1089,6 +1089,10 @@ class HeadLines:
         self.lines.append(line)
         return line
 
+    def __getattr__(self, name):
+        """Anything else is the file's own."""
+        return getattr(self.file, name)
+
 
 class Connection(http.client.HTTPConnection):
     """A connection along a route: to the origin or to its proxy, through the proxy's
