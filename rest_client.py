@@ -67,7 +67,8 @@ FIRST_BACKOFF, MAX_BACKOFF = 0.5, 8.0  # seconds, without a Retry-After
 ASCII_DIGITS = re.compile(r"[0-9]+")  # delay-seconds (RFC 9110 §10.2.3) is DIGIT, ASCII only
 TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # a method or header name (RFC 9110 §5.6.2)
 NON_ASCII = re.compile(r"[^\x00-\x7f]")
-URL_SAFE = "/%:@!$&'()*+,;=?-._~"  # what quote() leaves alone in a path and query
+URL_SAFE = "/%:@!$&'()*+,;=?-._~[]"  # what quote() leaves alone in a path and query:
+# brackets too, as curl, browsers and requests send them (ids[]=1, a PHP or Rails list)
 ACCEPT_ENCODING = "gzip, deflate"  # what the client asks for unless the caller says otherwise
 USER_AGENT = "rest_client.py"
 CHUNK_SIZE = 1 << 20  # bytes read at a time from a reply being saved, and from a file to upload
@@ -114,6 +115,7 @@ class Response(namedtuple("Response", "status_code body headers")):
     saved_size = 0
     version, reason, redirects, header_lines = "HTTP/1.1", "", 0, ()
     from_proxy = False  # a proxy's refusal to open a tunnel (a 407 to CONNECT, say)
+    raw_head = None  # the head's bytes as they came, when a trace was given
 
     @property
     def status_line(self):
@@ -635,6 +637,7 @@ def response_head(reply, url):
     response.url, response.reason, response.header_lines = url, reply.reason, lines
     response.version = "HTTP/1.0" if reply.version == 10 else "HTTP/1.1"
     response.from_proxy = reply.from_proxy
+    response.raw_head = getattr(reply, "raw_head", None)
     return response
 
 
@@ -1071,8 +1074,10 @@ def or_close(connection, work, *arguments):
 
 
 def send_request(connection, method, target, headers, body, deadline, trace):
-    """Write the request's head and body, and read the reply's head."""
+    """Write the request's head and body, and read the reply's head (kept as it came for a
+    trace)."""
     connection.trace, connection.deadline = trace, deadline
+    connection.reply_class = HeadKeepingReply if trace else Reply
     if connection.sock is None:
         remaining = time_left(deadline)
         connection.timeout = min(remaining, connection.connect_timeout or remaining)
@@ -1169,6 +1174,39 @@ class TimedReader(io.RawIOBase):
         super().close()
 
 
+class HeadKeepingReply(Reply):
+    """A reply that keeps its head's bytes as they came, for a trace (curl -i, -v and -D
+    show a head so, its spacing kept), in raw_head: a few calls more than Reply's."""
+
+    def begin(self):
+        """Read the head as http.client does, keeping the last one's lines (after 1xx)."""
+        file, self.fp = self.fp, HeadLines(self.fp)
+        try:
+            super().begin()
+        finally:
+            self.raw_head, self.fp = b"".join(self.fp.lines), file
+
+
+class HeadLines:
+    """A reply's file as http.client reads a head from it, line by line: the lines of the
+    last head are kept."""
+
+    def __init__(self, file):
+        self.file, self.lines = file, []
+
+    def readline(self, limit=-1):
+        """A line, kept; a status line after a blank one starts a new head (after a 1xx)."""
+        line = self.file.readline(limit)
+        if self.lines and self.lines[-1] in (b"\r\n", b"\n"):
+            self.lines = []
+        self.lines.append(line)
+        return line
+
+    def __getattr__(self, name):
+        """Anything else is the file's own."""
+        return getattr(self.file, name)
+
+
 class Connection(http.client.HTTPConnection):
     """A connection along a route: to the origin or to its proxy, through the proxy's
     tunnel (CONNECT) for https, and in TLS for https. The first thing it sends for a
@@ -1180,15 +1218,18 @@ class Connection(http.client.HTTPConnection):
         self.route, self.connect_timeout, self.trace = route, connect_timeout, None
         self.resolve = resolve
         self.deadline = None  # the request's, which its reply keeps to
+        self.reply_class = Reply
 
     def response_class(self, sock, *args, **options):
         """The reply to the request sent (http.client makes it), read before its deadline."""
-        return Reply(sock, self.deadline, *args, **options)
+        return self.reply_class(sock, self.deadline, *args, **options)
 
     def connect(self):
         """Open the TCP connection, the proxy's tunnel and TLS, as the route says."""
+        tell(self.trace, "connecting")
         self.sock = self.open_socket()
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        tell(self.trace, "connected", self.sock)
         if detailed(self.trace):
             self.trace("* Connected to %s (%s) port %d"
                        % (self.host, self.sock.getpeername()[0], self.port))
@@ -1196,6 +1237,7 @@ class Connection(http.client.HTTPConnection):
             open_tunnel(self)
         if self.route.scheme == "https":
             self.sock = start_tls(self.sock, self.route, self.trace)
+            tell(self.trace, "secured")
 
     def open_socket(self):
         """A TCP connection to the host (or proxy); an error naming it when none opens."""
@@ -1222,6 +1264,7 @@ class Connection(http.client.HTTPConnection):
         """Send bytes; the first of a request, its head, is shown to trace."""
         if self.trace:
             trace, self.trace = self.trace, None  # what follows is the body
+            tell(trace, "sending", data)
             show_request_head(data, trace)
         super().send(data)
 
@@ -1249,6 +1292,7 @@ def open_tunnel(connection):
     connection.sock.sendall(("\r\n".join(head) + "\r\n\r\n").encode("latin-1"))
     reply = Reply(connection.sock, connection.deadline, method="CONNECT")
     reply.begin()
+    tell(connection.trace, "tunnelled", reply.status)
     if detailed(connection.trace):
         connection.trace("< HTTP/1.%d %d %s" % (reply.version % 10, reply.status, reply.reason))
     if reply.status != 200:
@@ -1831,6 +1875,16 @@ def part_size(value):
 # Showing the exchange, as curl -v does
 # ---------------------------------------------------------------------------------------
 
+def tell(trace, event, *details):
+    """Tell a trace that watches for it what happened: "connecting", "connected" (the
+    socket), "tunnelled" (the proxy's status), "secured" (TLS), "sending" (a request's
+    head), "replied" (a reply's head Response). The command line's -w reports times,
+    addresses and sizes from them."""
+    watcher = getattr(trace, event, None)
+    if watcher is not None:
+        watcher(*details)
+
+
 def detailed(trace):
     """Whether a trace shows connections, TLS and redirects too (curl -v), not only heads."""
     return getattr(trace, "detailed", False)
@@ -1846,6 +1900,7 @@ def show_request_head(data, trace):
 
 def show_reply_head(response, trace):
     """Show the status line and headers of a reply, with its cookies masked."""
+    tell(trace, "replied", response)
     for line in head_lines(response):
         trace("< " + masked(line))
     trace("<")
@@ -1862,10 +1917,23 @@ def masked(line):
 
 
 def head_lines(response):
-    """The status line and the header lines of a reply, as received, as curl -i prints them."""
+    """The status line and the header lines of a reply, as received (their spacing too,
+    when the reply kept its head), as curl -i prints them."""
+    if response.raw_head:  # the last two: the blank line's end, and what follows it
+        for line in response.raw_head.decode("latin-1").split("\n")[:-2]:
+            yield line[:-1] if line.endswith("\r") else line
+        return
     yield response.status_line
     for name, value in response.header_lines:
         yield "%s: %s" % (name, value)
+
+
+def received_head(response):
+    """A reply's head, status line to blank line, as bytes as received (as curl -i and -D
+    write it), or, when the reply did not keep it, with CRLF after each line."""
+    if response.raw_head:
+        return response.raw_head
+    return "".join(line + "\r\n" for line in list(head_lines(response)) + [""]).encode("latin-1")
 
 
 # ---------------------------------------------------------------------------------------
@@ -2332,13 +2400,14 @@ CURL_OPTIONS = [
     ("--data-urlencode", "<data>", "data[]", "POST this data URL-encoded"),
     ("--json", "<data>", "data[]", "POST this JSON, with JSON's Content-Type and Accept"),
     ("-F --form", "<name=content>", "form[]", "POST this multipart form field or @file"),
-    ("-T --upload-file", "<file>", "upload", "PUT this file (- for stdin, chunked)"),
+    ("-T --upload-file", "<file>", "uploads[]", "PUT this file (- for stdin, chunked)"),
     ("-G --get", None, "get", "Put the data in the URL's query, and GET"),
     ("-L --location", None, "location", "Follow redirects"),
     ("--max-redirs", "<num>", "max_redirs", "Follow at most this many redirects (50)"),
     ("--proto", "<protocols>", "proto", "Use only these schemes (=https: https alone)"),
     ("--proto-redir", "<protocols>", "proto_redir", "Follow redirects to these schemes only"),
     ("--url", "<URL>", "urls[]", "Fetch this URL too"),
+    ("-g --globoff", None, "globoff", "Take [] and {} in URLs as written, not as globs"),
     ("-K --config", "<file>", "config", "Read options from this file (- for stdin)"),
     ("-o --output", "<file>", "outputs[]", "Write the body to this file"),
     ("-O --remote-name", None, "outputs[]", "Write the body to a file named as the URL's"),
@@ -2519,23 +2588,26 @@ def curl_usage():
 def curl_main(argv):
     """Run a curl command line, a transfer for each URL in turn; return curl's exit status,
     the last transfer's, as curl's."""
+    line = {}
     try:
         line = parse_curl_line(argv)
     except CurlUsage as problem:
-        return refused(problem)
+        return refused(problem, line)
     if line.get("help") or line.get("version"):
         print(curl_usage() if line.get("help") else curl_version())
         return 0
-    saved = sys.stderr
+    saved, status = sys.stderr, 0
     try:  # --stderr's, -D's and --trace-ascii's files are the line's, every transfer's
         sys.stderr = stderr_file(line.get("stderr")) or saved
         line["dump"] = line_file(line.get("dump_header"), "-D")
         line["trace_file"] = line_file(line.get("trace_ascii"), "--trace-ascii")
+        line["headers"] = with_header_files(line)
         jar = curl_cookie_jar(line)
-        transfers = [CurlTransfer(one, jar) for one in one_per_url(line)]
-        return [transfer.run() for transfer in transfers][-1]
+        for one in one_per_url(line):  # as curl, a URL's glob is read when its turn comes
+            status = CurlTransfer(one, jar).run()
+        return status
     except CurlUsage as problem:
-        return refused(problem)
+        return refused(problem, line)
     finally:
         for file in (sys.stderr, line.get("dump"), line.get("trace_file")):
             if file not in (saved, sys.stdout, sys.stdout.buffer, None):
@@ -2543,12 +2615,15 @@ def curl_main(argv):
         sys.stderr = saved
 
 
-def refused(problem):
-    """Say why a line cannot run; its exit status."""
-    print("rest_client: %s" % problem, file=sys.stderr)
+def refused(problem, line):
+    """Say why a line cannot run: a usage error with where to read about the options,
+    one of curl's statuses as curl does, "(3) ...", unless -s hides it; its exit status."""
     if problem.status == 2:
+        print("rest_client: %s" % problem, file=sys.stderr)
         print("rest_client: try 'python rest_client.py --help' for the options curl's "
               "form takes (see the README)", file=sys.stderr)
+    elif not line.get("silent") or line.get("show_error"):
+        print("rest_client: (%d) %s" % (problem.status, problem), file=sys.stderr)
     return problem.status
 
 
@@ -2577,15 +2652,170 @@ def curl_version():
 
 
 def one_per_url(line):
-    """The line once for each URL, each with its own output: the n-th -o or -O goes with
-    the n-th URL, as curl pairs them; a URL without one writes to stdout."""
+    """The line once for each URL, each with its own output and upload: the n-th -o (or
+    -O) and the n-th -T go with the n-th URL, as curl pairs them, and a URL without one
+    writes to stdout and uploads nothing; a glob in a URL or a -T file name once for each
+    name it stands for (each file, then each URL), -o's #1, #2... made what the URL's took."""
     urls = line_urls(line)
     if not urls:
         raise CurlUsage("no URL specified")
     outputs = line["outputs"] + [(None, None)] * len(urls)
-    return [dict(line, urls=[url], output=name,
-                 remote_name=kind in ("-O", "--remote-name"))
-            for url, (kind, name) in zip(urls, outputs)]
+    uploads = [value for _, value in line["uploads"]] + [None] * len(urls)
+    for number, (url, (kind, name), upload) in enumerate(zip(urls, outputs, uploads)):
+        for each_upload, _ in globbed(glob_parts(upload, line)) if upload else [(None, [])]:
+            parts = glob_parts(url, line)
+            for each, taken in globbed(parts):
+                yield dict(line, urls=[each], upload=each_upload, urlnum=number,
+                           output=name and with_glob_values(name, taken, len(parts)),
+                           remote_name=kind in ("-O", "--remote-name"))
+
+
+# -- globs: one URL for many, as curl reads [1-3], [01-10], [a-c], [1-9:2] and {a,b} -------
+
+MAX_GLOB_PARTS = 100  # curl's limit (tool_urlglob.h)
+
+
+def globbed(parts):
+    """The URLs a URL's parts stand for, each with the values its globs took, in curl's
+    order: the last glob turns fastest."""
+    globs = [number for number, (is_glob, _) in enumerate(parts) if is_glob]
+    for choice in itertools.product(*[values for _, values in parts]):
+        yield "".join(choice), [choice[number] for number in globs]
+
+
+def with_glob_values(name, taken, parts):
+    """An -o name with each #N made what the N-th glob took; a #N with no such glob stays
+    as written, as curl's (tool_urlglob.c counts every part, globs or not, in its check)."""
+    def value(match):
+        """What one #N stands for."""
+        number = int(match.group(1))
+        return taken[number - 1] if 0 < number <= len(taken) and number < parts else (
+            match.group(0))
+    return re.sub(r"#([0-9]+)", value, name)
+
+
+def glob_parts(url, line):
+    """A URL cut into its parts, as curl's tool_urlglob.c reads it: (False, [text]) for
+    text as written (a "\\" before a bracket or brace escapes it), (True, values) for a glob;
+    CurlUsage with curl's status 3, its words and the column, for one it cannot read. With
+    -g, the URL is one part, as written."""
+    if line.get("globoff"):
+        return [(False, [url])]
+    parts, text, at = [], "", 0
+    while at < len(url):
+        character, skip = url[at], literal_brackets(url, at)
+        if skip:
+            text, at = text + url[at:at + skip], at + skip
+        elif character in "{[":
+            parts += [(False, [text])] if text else []
+            values, at = (glob_set if character == "{" else glob_range)(url, at + 1)
+            parts, text = parts + [(True, values)], ""
+        elif character in "}]":
+            raise glob_error("unmatched close brace/bracket", url, at + 1)
+        else:
+            if character == "\\" and url[at + 1:at + 2] in ("{", "[", "}", "]"):
+                at += 1  # an escaped bracket or brace: it is kept, not the backslash
+            text, at = text + url[at], at + 1
+        if len(parts) >= MAX_GLOB_PARTS:
+            raise glob_error("too many globs", url, at + 1)
+    return parts + ([(False, [text])] if text else [])
+
+
+def literal_brackets(url, at):
+    """How many characters from at are brackets that are no glob: "[]", or an IPv6
+    address ("[::1]"); 0 for none."""
+    if url[at] != "[":
+        return 0
+    if url[at + 1:at + 2] == "]":
+        return 2
+    end = url.find("]", at)
+    if end < 0 or ":" not in url[at:end]:
+        return 0
+    import ipaddress
+    try:
+        ipaddress.IPv6Address(url[at + 1:end].partition("%")[0])
+    except ValueError:
+        return 0
+    return end + 1 - at
+
+
+def glob_set(url, start):
+    """The values of {a,b,...} whose first is at start, and where the URL goes on."""
+    values, value, at = [], "", start
+    while True:
+        character = url[at:at + 1]
+        if not character:
+            raise glob_error("unmatched brace", url, start)
+        if character in "{[":
+            raise glob_error("nested brace", url, at + 1)
+        if character == "]":
+            raise glob_error("unexpected close bracket", url, at + 1)
+        if character == "}" and at == start:
+            raise glob_error("empty string within braces", url, at + 1)
+        if character in ",}":
+            values.append(value)
+            if character == "}":
+                return values, at + 1
+            value, at = "", at + 1
+            continue
+        if character == "\\" and at + 1 < len(url):
+            at += 1  # in a set, a backslash escapes any character
+        value, at = value + url[at], at + 1
+
+
+def glob_range(url, start):
+    """The values of [1-3], [01-10], [a-c] or [1-9:2] whose text starts at start, and where
+    the URL goes on; CurlUsage (3), at the column curl names, for a range it cannot read."""
+    if re.match("[A-Za-z]", url[start:start + 1]):
+        values, read = letter_range(url[start:])
+    elif re.match("[0-9]", url[start:start + 1]):
+        values, read = number_range(url[start:])
+    else:
+        raise glob_error("bad range specification", url, start + 1)
+    if values is None:  # curl names the column after what it read
+        raise glob_error("bad range", url, start + 1 + read)
+    return values, start + read
+
+
+def letter_range(text):
+    """[a-c] or [a-e:2], without its "[": the letters (None for a range curl finds bad),
+    and how far curl reads it."""
+    match = re.match(r"(.)-(.)(?:\]|:([0-9]+)\])", text, re.DOTALL)
+    if not match:
+        return None, 0
+    low, high, step = ord(match.group(1)), ord(match.group(2)), int(match.group(3) or 1)
+    if high - low > ord("z") - ord("a") or not good_range(low, high, step):
+        return None, match.end()
+    return [chr(code) for code in range(low, high + 1, step)], match.end()
+
+
+def number_range(text):
+    """[1-3], [01-10] or [1-9:2], without its "[": the numbers, padded with zeros as wide
+    as the first is written when it starts with 0 (None for a range curl finds bad), and
+    how far curl reads it."""
+    head = re.match(r"([0-9]+)-[ \t]*", text)
+    if not head:
+        return None, 0
+    tail = re.compile(r"([0-9]+)(:([0-9]*))?(\])?").match(text, head.end())
+    if not tail or not tail.group(4):  # no "]": curl read to the ":", else to the "-"
+        return None, tail.start(3) if tail and tail.group(2) else head.end()
+    low, high = int(head.group(1)), int(tail.group(1))
+    step = int(tail.group(3) or 0) if tail.group(2) else 1
+    width = len(head.group(1)) if head.group(1).startswith("0") else 0
+    if not good_range(low, high, step):
+        return None, tail.end()
+    return ["%0*d" % (width, number) for number in range(low, high + 1, step)], tail.end()
+
+
+def good_range(low, high, step):
+    """Whether curl takes a range from low to high by step."""
+    return step > 0 and (step == 1 if low == high else low < high and step <= high - low)
+
+
+def glob_error(words, url, column):
+    """curl's error for a glob it cannot read: its words, the URL, and a caret under the
+    column (counted from 1)."""
+    return CurlUsage("%s in URL position %d:\n%s\n%*s^" % (words, column, url, column - 1, " "), 3)
 
 
 class CurlTransfer:
@@ -2629,33 +2859,45 @@ class CurlTransfer:
             response, error = (None, refusal) if refusal else self.send(started)
         finally:
             self.output.close()
-        return self.finish(response, error, time.monotonic() - started)
+        return self.finish(response, error, time.monotonic() - self.trace.started)
 
     def send(self, started):
-        """Send the request, and again while --retry's rules say so; the last result."""
+        """Send the request, and again while --retry's rules say so; the last result. Each
+        failed attempt says so, with -S, as curl's do."""
         for attempt in itertools.count():
+            if attempt:  # -w tells of the last attempt
+                self.trace = self.output.trace = curl_trace(self.line)
             response, error = self.client.send(self.request(), trace=self.trace,
                                                save_to=self.output)
-            wait = self.retry_wait(response, error, attempt, started)
-            if wait is None:
+            problem = self.retry_problem(response, error, attempt)
+            wait = problem and self.retry_wait(response, attempt, started)
+            if wait is None or not problem:
                 return response, error
-            self.say("Will retry in %g seconds. %d retries left."
-                     % (wait, self.retries - attempt - 1))
+            self.show_failure(*self.failure(response, error))
+            self.warn("Problem %s. Will retry in %d seconds. %d retries left."
+                      % (problem, wait, self.retries - attempt))
             time.sleep(wait)
             self.output.again()
 
-    def retry_wait(self, response, error, attempt, started):
-        """Seconds to wait before sending again, or None to stop, by curl's rules: a
-        timeout, or a 408, 429, 500, 502, 503 or 504 is retried; a refused connection with
-        --retry-connrefused, any error with --retry-all-errors."""
+    def retry_problem(self, response, error, attempt):
+        """Why curl would send again, in its words, or None: a timeout or a name not
+        resolved, a 408, 429, 500, 502, 503 or 504, a refused connection with
+        --retry-connrefused, and any failure with --retry-all-errors."""
         if attempt >= self.retries:
             return None
-        if response is not None:
-            if response.status_code not in RETRIED_STATUSES:
-                return None
-        elif not (isinstance(error, Timeout) or self.line.get("retry_all_errors") or (
-                self.line.get("retry_connrefused") and isinstance(error, CouldNotConnect))):
-            return None
+        if isinstance(error, (Timeout, NameNotResolved, ProxyNotResolved)):
+            return ": timeout"
+        if isinstance(error, CouldNotConnect) and self.line.get("retry_connrefused"):
+            return ": connection refused"
+        if response is not None and response.status_code in RETRIED_STATUSES:
+            return ": HTTP error"
+        if self.line.get("retry_all_errors") and self.failure(response, error)[0]:
+            return "(retrying all errors)"
+        return None
+
+    def retry_wait(self, response, attempt, started):
+        """Seconds to wait before sending again, or None when --retry-max-time is past:
+        --retry-delay, else the reply's Retry-After, else 1 s doubled each time."""
         wait = self.retry_delay
         asked = retry_after(response) if response is not None and not wait else None
         wait = wait or (asked if asked is not None else min(2 ** attempt, 600))
@@ -2666,25 +2908,34 @@ class CurlTransfer:
 
     def finish(self, response, error, elapsed):
         """Write -w's text and the cookie jar; say what failed; the exit status."""
-        status = curl_status(response, error, self.line)
-        message = "" if error is None else str(error)
-        if status == 56 and error is None:  # curl's words for a proxy's refusal
-            message = "CONNECT tunnel failed, response %d" % response.status_code
-        if status == 22 and error is None:
-            message = "The requested URL returned error: %d" % response.status_code
+        status, message = self.failure(response, error)
         if self.line.get("jar") and self.client.settings.cookies is not None:
             save_cookies(self.client.settings.cookies, self.line["jar"])
         if self.line.get("write_out"):
-            write_bytes(written_out(self.line["write_out"], response, self, status, message,
-                                    elapsed))
-        if status:
-            self.say("(%d) %s" % (status, message))
+            values = write_out_values(response, self, status, message, elapsed)
+            for stream, text in written_out(self.line["write_out"], values, status):
+                write_bytes(text.encode("utf-8", "surrogateescape"), stream)
+        self.show_failure(status, message)
         return status
 
-    def say(self, text):
-        """A line on stderr, unless -s (without -S) silences it."""
-        if not self.silent:
-            print("rest_client: " + text, file=sys.stderr)
+    def failure(self, response, error):
+        """curl's exit status for what came back, and its words for it ("" for none)."""
+        status = curl_status(response, error, self.line)
+        if status == 56 and error is None:  # curl's words for a proxy's refusal
+            return status, "CONNECT tunnel failed, response %d" % response.status_code
+        if status == 22 and error is None:
+            return status, "The requested URL returned error: %d" % response.status_code
+        return status, "" if error is None else str(error)
+
+    def show_failure(self, status, message):
+        """curl's line for a failure, "(22) ...", unless -s (without -S) silences it."""
+        if status and not self.silent:
+            print("rest_client: (%d) %s" % (status, message), file=sys.stderr)
+
+    def warn(self, text):
+        """A warning on stderr, unless -s silences it (-S shows errors, not warnings)."""
+        if not self.line.get("silent"):
+            print("rest_client: warning: " + text, file=sys.stderr)
 
 
 def curl_status(response, error, line):
@@ -2748,6 +2999,24 @@ def curl_headers(line):
 def without_auto(referer):
     """-e's URL without its ";auto" (which asks for a Referer on each redirect)."""
     return referer[:-len(";auto")] if referer and referer.endswith(";auto") else referer
+
+
+def with_header_files(line):
+    """-H's values with each -H @FILE (or @-) made the headers the file holds, one a line,
+    as curl reads them; a file that cannot be read gives none, with curl's warning."""
+    given = []
+    for name, value in line["headers"]:
+        if not value.startswith("@"):
+            given.append((name, value))
+            continue
+        try:
+            text = read_input(value[1:]).decode("utf-8", "surrogateescape")
+        except CurlUsage:
+            if not line.get("silent"):
+                print("rest_client: warning: Failed to open %s!" % value[1:], file=sys.stderr)
+            continue
+        given += [(name, header) for header in re.split("[\r\n]+", text) if header]
+    return given
 
 
 def with_given_headers(pairs, given_headers):
@@ -2828,7 +3097,7 @@ def urlencoded_part(value):
         content = read_input(path)
     else:
         name, content = "", value.encode("utf-8")
-    encoded = quote_plus(content, safe="").encode("ascii")
+    encoded = quote_plus(content, safe="~").encode("ascii")  # ~ as 3.7's quote and curl
     return (name.encode("utf-8") + b"=" + encoded) if name else encoded
 
 
@@ -2914,6 +3183,8 @@ def form_part(text):
         return name, content
     if content == "-":
         return name, Upload(read_input("-"), named.get("type", ""), named.get("filename", "-"))
+    if "," in content:  # curl sends each file of name=@a,b in a multipart/mixed part
+        raise CurlUsage("-F %s: several files in one field are not done" % text)
     if not os.access(content, os.R_OK):
         raise CurlUsage("cannot read %s" % content, 26)
     return name, Upload(content, named.get("type", curl_file_type(content)),
@@ -2921,11 +3192,14 @@ def form_part(text):
 
 
 def part_parameters(text):
-    """A -F value's content and its ;type= and ;filename= parameters, as curl reads them."""
+    """A -F value's content and its ;type= and ;filename= parameters, as curl reads them;
+    CurlUsage for curl's ;headers= and ;encoder=, which are not done."""
     named = {}
     while True:
         head, semicolon, tail = text.rpartition(";")
         key, equals, argument = tail.strip().partition("=")
+        if semicolon and equals and key in ("headers", "encoder"):
+            raise CurlUsage("-F ...;%s=: not done" % key)
         if not semicolon or not equals or key not in ("type", "filename"):
             return text, named
         named.setdefault(key, argument.strip('"'))
@@ -3032,15 +3306,17 @@ def curl_credentials(line):
 
 
 def curl_tls(line):
-    """The TLS context --cacert, --capath, --cert, --key and -k ask for, or None; curl's
-    status 77 for a CA it cannot read, 58 for a certificate or key."""
+    """The TLS context --cacert, --capath, --cert, --key, -k, --tlsv1.2 and --tlsv1.3 ask
+    for, or None, for every https URL the line reaches, a redirect from http included;
+    curl's status 77 for a CA it cannot read, 58 for a certificate or key, when the line
+    names an https URL."""
     if not any(line.get(name) for name in ("cacert", "capath", "cert", "key", "insecure",
                                            "tlsv1_2", "tlsv1_3")):
         return None
-    if not any(urlsplit(url).scheme.lower() == "https" for url in line_urls(line)):
-        return None  # curl reads them for https alone
     for name, status in (("cacert", 77), ("capath", 77), ("cert", 58), ("key", 58)):
         if line.get(name) and not os.access(line[name], os.R_OK):
+            if not any(urlsplit(url).scheme.lower() == "https" for url in line_urls(line)):
+                return trusting_nothing()  # curl reads them at a handshake, if one comes
             raise CurlUsage("cannot read --%s %s" % (name, line[name]), status)
     try:
         return tls_context(line.get("cacert"), line.get("capath"), line.get("cert"),
@@ -3127,6 +3403,13 @@ def curl_size(text, name):
     if not match:
         raise CurlUsage("option --%s: is badly used here" % name)
     return int(match.group(1)) << 10 * " kmgtp".index(match.group(2).lower() or " ")
+
+
+def trusting_nothing():
+    """A TLS context that trusts no certificate: a redirect to https then fails, where the
+    files asked for could not be read, rather than going without them."""
+    import ssl
+    return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
 
 
 def curl_seconds(line, name, default):
@@ -3228,15 +3511,17 @@ class CurlOutput(Download):
         the last, for -w after a failure."""
         self.last_head, self.hops = response, self.hops + 1
         if self.dump and not response.from_proxy:
-            self.dump.write(curl_head(response))
+            self.dump.write(received_head(response))
             self.dump.flush()
         self.check_limits(response)
         if self.name_from_reply and not self.opened:
             self.take_name(response)
         if self.resume_from and response.status_code == 200:
             self.check_resumable(response)
+        if self.resume_from and response.status_code == 416:  # RFC 9110 §15.5.17: there
+            self.complete_already = True  # is nothing after the end: curl keeps the file
         if self.heads and not response.from_proxy:
-            self.write_bytes(curl_head(response))
+            self.write_bytes(received_head(response))
 
     def check_limits(self, response):
         """SchemeRefused for a redirect -L would follow to a scheme --proto or --proto-redir
@@ -3325,12 +3610,6 @@ def output_name(line, url):
     return name
 
 
-def curl_head(response):
-    """A reply's head as curl -i and -D write it: its lines as received, CRLF-ended, and
-    a blank line."""
-    return ("\r\n".join(list(head_lines(response)) + [""]) + "\r\n").encode("latin-1")
-
-
 def line_file(path, option):
     """A file the line writes to (-D's, --trace-ascii's), made at once, as curl's: stdout
     for "-", None when the option is not given."""
@@ -3393,20 +3672,69 @@ def resume_headers(line, output):
 
 
 class CurlTrace:
-    """curl -v's lines on stderr: connections, TLS, redirects, and each head."""
+    """curl -v's lines on stderr (with -v): connections, TLS, redirects, and each head; and
+    what -w tells of an exchange: when each step came, in seconds from the start, the
+    addresses, and the bytes of the heads."""
 
-    detailed = True
+    def __init__(self, verbose):
+        self.detailed, self.started, self.times = verbose, time.monotonic(), {}
+        self.remote = self.local = ("", 0)
+        self.connects = self.tunnel = self.replies = 0
+        self.request_size = self.upload_size = self.header_size = 0
+
+    def connecting(self):
+        """A connection opens: its name is looked up as it does (socket.create_connection
+        does both), so the lookup's time is when it began."""
+        self.mark("namelookup")
+
+    def connected(self, sock):
+        """A TCP connection is open (to the proxy, through one)."""
+        self.mark("connect")
+        self.connects += 1
+        self.remote, self.local = sock.getpeername()[:2], sock.getsockname()[:2]
+
+    def tunnelled(self, status):
+        """The proxy answered a CONNECT."""
+        self.tunnel = status
+
+    def secured(self):
+        """The TLS handshake is done."""
+        self.mark("appconnect")
+
+    def sending(self, head):
+        """A request's head goes; its body, of the Content-Length it names, follows."""
+        if self.replies:  # a redirect's request: the hops before took this long
+            self.mark("redirect")
+        self.mark("pretransfer")
+        length = re.search(rb"\r\ncontent-length: *([0-9]+)\r\n", bytes(head), re.I)
+        self.upload_size = int(length.group(1)) if length else 0
+        self.request_size += len(head) + self.upload_size
+
+    def replied(self, response):
+        """A reply's head came."""
+        self.mark("starttransfer")
+        self.replies += 1
+        self.header_size += len(received_head(response))
+
+    def mark(self, step):
+        """Note when a step came."""
+        self.times[step] = time.monotonic() - self.started
 
     def __call__(self, line):
-        """Show one line."""
+        """Show one line; a head's end in CRLF, its blank line "> " or "< ", as curl's."""
+        if not self.detailed:
+            return
+        if line[:1] in ("<", ">"):
+            line = line[:1] + " " + line[2:] + "\r"
         print(line, file=sys.stderr)
 
 
 def curl_trace(line):
-    """What shows the exchange: --trace-ascii's file, else -v's lines, else nothing."""
+    """What watches the exchange, for -w: --trace-ascii's file, else -v's lines (none
+    shown without -v)."""
     if line.get("trace_file"):
         return TraceFile(line["trace_file"])
-    return CurlTrace() if line.get("verbose") else None
+    return CurlTrace(line.get("verbose"))
 
 
 class TraceFile(CurlTrace):
@@ -3415,6 +3743,7 @@ class TraceFile(CurlTrace):
     as -v's."""
 
     def __init__(self, file):
+        super().__init__(True)
         self.file, self.sent = file, []  # the request head's lines, until its blank line
 
     def write(self, text):
@@ -3449,72 +3778,159 @@ class TraceFile(CurlTrace):
             self.write("%04x: %s\n" % (offset, re.sub(r"[^\x20-\x7e]", ".", piece)))
 
 
-WRITE_OUT = r"%%|%\{([a-z_]+)\}|%header\{([^}]*)\}|\\[nrt\\]"  # compiled when first used
+# -w's variables as curl 7.88 has them (tool_writeout.c), in the order %{json} lists them
+WRITE_OUT_VARIABLES = (
+    "certs", "content_type", "errormsg", "exitcode", "filename_effective", "ftp_entry_path",
+    "http_code", "http_connect", "http_version", "local_ip", "local_port", "method",
+    "num_certs", "num_connects", "num_headers", "num_redirects", "proxy_ssl_verify_result",
+    "redirect_url", "referer", "remote_ip", "remote_port", "response_code", "scheme",
+    "size_download", "size_header", "size_request", "size_upload", "speed_download",
+    "speed_upload", "ssl_verify_result", "time_appconnect", "time_connect",
+    "time_namelookup", "time_pretransfer", "time_redirect", "time_starttransfer",
+    "time_total", "url", "url_effective", "urlnum")
+WRITE_OUT_CONTROLS = ("json", "header_json", "onerror", "stdout", "stderr")
+HTTP_VERSIONS = {"HTTP/1.0": "1", "HTTP/1.1": "1.1"}  # as curl names them
+WRITE_OUT = r"%%|%\{([^}]*)\}|%header\{([^}]*)\}|%.|\\."  # compiled when first used
 
 
-def written_out(format_text, response, transfer, status, message, elapsed):
-    """-w's text: its %{variables} filled in, \\n, \\r, \\t and %% as curl reads them;
-    @file (line ends dropped, as curl drops them) or @- for the format itself."""
+def written_out(format_text, values, status):
+    """-w's text as (stream, text) pieces: its %{variables} filled in, \n, \r, \t and %%
+    as curl reads them, what curl does not know left as written; @file (its line ends
+    dropped, as curl drops them) or @- for the format itself. %{stderr} and %{stdout}
+    switch the stream; %{onerror} ends the text unless the transfer failed."""
     if format_text.startswith("@"):
         format_text = read_input(format_text[1:]).decode("utf-8", "replace")
         format_text = format_text.replace("\r", "").replace("\n", "")
-    values = write_out_values(response, transfer, status, message, elapsed)
+    pieces, stream, at = [], "stdout", 0
+    for match in re.finditer(WRITE_OUT, format_text):
+        pieces.append((stream, format_text[at:match.start()]))
+        at, name = match.end(), (match.group(1) or "").lower()
+        if name == "onerror" and not status:
+            return pieces
+        stream = name if name in ("stdout", "stderr") else stream
+        pieces.append((stream, written_value(match, name, values)))
+    return pieces + [(stream, format_text[at:])]
 
-    def filled(match):
-        """What one %{variable}, %header{name}, escape or %% stands for."""
-        text = match.group(0)
-        if text == "%%":
-            return "%"
-        if text.startswith("\\"):
-            return {"\\n": "\n", "\\r": "\r", "\\t": "\t", "\\\\": "\\"}[text]
-        if match.group(2) is not None:  # %header{name}: the last reply's header
-            return header_of(transfer, match.group(2))
-        return str(values.get(match.group(1), ""))
 
-    return re.sub(WRITE_OUT, filled, format_text).encode("utf-8")
+def written_value(match, name, values):
+    """What one %{variable}, %header{name}, escape or %% stands for; curl's warning for a
+    variable it does not know."""
+    text = match.group(0)
+    if match.group(2) is not None:  # %header{name}: the first value, in the last reply
+        return (values["headers"].get(match.group(2)) or [""])[0]
+    if match.group(1) is None:  # %%, \n, \r, \t; another escape stays as written
+        return {"%%": "%", "\\n": "\n", "\\r": "\r", "\\t": "\t"}.get(text, text)
+    if name == "json":
+        return json_of_values(values)
+    if name == "header_json":
+        return header_json(values["headers"])
+    if name in values["not_known"]:  # never a wrong value: none, and why
+        print("rest_client: warning: -w %%{%s}: %s" % (name, values["not_known"][name]),
+              file=sys.stderr)
+    if name in WRITE_OUT_VARIABLES:
+        return value_text(name, values[name])
+    if name not in WRITE_OUT_CONTROLS:
+        print("rest_client: warning: unknown --write-out variable: '%s'" % match.group(1),
+              file=sys.stderr)
+    return ""
+
+
+def value_text(name, value):
+    """A -w value as curl writes it: nothing for none, seconds with six decimals, a status
+    in three digits."""
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return "%.6f" % value
+    return "%03d" % value if name in ("http_code", "response_code", "http_connect") else str(
+        value)
+
+
+def json_of_values(values):
+    """%{json}: every variable, null for none, and curl_version last, as curl writes it."""
+    fields = ['"%s":%s' % (name, json_value(values[name])) for name in WRITE_OUT_VARIABLES]
+    return '{%s,"curl_version":%s}' % (",".join(fields), json_value(USER_AGENT))
+
+
+def header_json(headers):
+    """%{header_json}: the last reply's headers, each name once in lower case with all its
+    values, as curl writes them."""
+    return "{%s\n}" % ",\n".join("%s:%s" % (json_value(name.lower()), json_value(values))
+                                 for name, values in headers.items())
+
+
+def json_value(value):
+    """A value as curl's -w writes it in JSON: null for none, seconds with six decimals."""
+    import json
+    if value is None:
+        return "null"
+    if isinstance(value, float):
+        return "%.6f" % value
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 def write_out_values(response, transfer, status, message, elapsed):
-    """The values -w's variables name, for this transfer (after a failure, for the last
-    reply whose head came)."""
-    if response is None and transfer.output.last_head is not None:
-        response = transfer.output.last_head
-        response.redirects = transfer.output.hops
-    values = {"http_code": "000", "size_download": transfer.output.size,
-              "time_total": "%.6f" % elapsed, "url_effective": transfer.url, "content_type": "",
-              "redirect_url": "", "num_redirects": 0, "exitcode": status, "errormsg": message,
-              "url": transfer.url, "method": transfer.method, "http_version": "0",
-              "num_headers": 0}
+    """The values -w's variables name, for this transfer (after a failure, of the last
+    reply whose head came): a str, an int, seconds as a float, or None for what curl leaves
+    out (null in %{json}); "headers" are the last reply's."""
+    trace, output = transfer.trace, transfer.output
+    if response is None and output.last_head is not None:
+        response = output.last_head
+        response.redirects = output.hops
+    url = transfer.url if response is None else response.url
+    values = dict(
+        {"time_" + step: trace.times.get(step, 0.0) for step in (
+            "namelookup", "connect", "appconnect", "pretransfer", "redirect",
+            "starttransfer")},
+        certs="", num_certs=0, content_type=None, errormsg=message or None, exitcode=status,
+        filename_effective=output.target if output.is_path else None, ftp_entry_path=None,
+        http_code=0, http_connect=trace.tunnel, http_version="0", local_ip=trace.local[0],
+        local_port=trace.local[1], method=transfer.method, num_connects=trace.connects,
+        num_headers=0, num_redirects=0, proxy_ssl_verify_result=0, redirect_url=None,
+        referer=transfer.line.get("referer"), remote_ip=trace.remote[0],
+        remote_port=trace.remote[1], scheme=urlsplit(url).scheme.upper() if trace.connects
+        else None, size_download=output.size, size_header=trace.header_size,
+        size_request=trace.request_size, size_upload=trace.upload_size,
+        speed_download=int(output.size / elapsed) if elapsed else 0,
+        speed_upload=int(trace.upload_size / elapsed) if elapsed else 0,
+        ssl_verify_result=0, time_total=elapsed, url=transfer.url, url_effective=url,
+        urlnum=transfer.line.get("urlnum", 0), headers=Headers())
     if response is not None:
         values.update(reply_values(response))
     values["response_code"] = values["http_code"]
-    values["scheme"] = urlsplit(values["url_effective"]).scheme.upper()
+    values["not_known"] = not_known(values, transfer.line)
+    values.update(dict.fromkeys(values["not_known"]))
     return values
 
 
-def header_of(transfer, name):
-    """A header's value in the last reply whose head came, for -w's %header{name}."""
-    head = transfer.output.last_head
-    return ", ".join(head.headers.get(name, [])) if head is not None else ""
+def not_known(values, line):
+    """The -w variables whose value the client cannot know for this transfer, and why."""
+    if values["scheme"] != "HTTPS":
+        return {}
+    unknown = dict.fromkeys(("certs", "num_certs"), "the client does not show the chain")
+    if line.get("insecure"):
+        unknown["ssl_verify_result"] = "-k checks no certificate"
+    return unknown
 
 
 def reply_values(response):
     """The values -w's variables take from the last reply."""
-    code = 0 if response.from_proxy else response.status_code
     location = response.headers.first("Location", "")
-    return {"http_code": "%03d" % code, "url_effective": response.url,
-            "content_type": response.headers.first("Content-Type", ""),
-            "redirect_url": urljoin(response.url, location) if location and code in
-            REDIRECT_STATUSES else "", "num_redirects": response.redirects,
-            "http_version": response.version[len("HTTP/"):],
-            "num_headers": len(response.header_lines)}
+    return {"http_code": 0 if response.from_proxy else response.status_code,
+            "content_type": response.headers.first("Content-Type", None),
+            "redirect_url": urljoin(response.url, location) if location and (
+                response.status_code in REDIRECT_STATUSES) else None,
+            "num_redirects": response.redirects,
+            "http_version": HTTP_VERSIONS.get(response.version, "0"),
+            "num_headers": len(response.header_lines), "headers": response.headers}
 
 
-def write_bytes(data):
-    """Write bytes to stdout, after what is there."""
-    sys.stdout.flush()
-    sys.stdout.buffer.write(data)
-    sys.stdout.buffer.flush()
+def write_bytes(data, stream="stdout"):
+    """Write bytes to stdout (or stderr), after what is there."""
+    stream = getattr(sys, stream)
+    stream.flush()
+    stream.buffer.write(data)
+    stream.buffer.flush()
 
 
 

@@ -3101,6 +3101,9 @@ class RecordingHandler(ReplyingHandler):
             return self.reply(200, data, [("Content-Type", media_type),
                                           ("Accept-Ranges", "bytes")])
         first = int(wanted.group(1))
+        if first >= len(data):  # nothing there to send (RFC 9110 §15.5.17), as nginx says
+            return self.reply(416, b"<html>416</html>\n", [
+                ("Content-Type", "text/html"), ("Content-Range", "bytes */%d" % len(data))])
         last = int(wanted.group(2)) if wanted.group(2) else len(data) - 1
         self.reply(206, data[first:last + 1], [
             ("Content-Type", media_type),
@@ -4387,6 +4390,307 @@ def test_cli_an_error_after_the_head_says_the_reply_is_incomplete(lying):
     assert result.stderr == ("rest_client: incomplete reply: the reply from %s was cut short: "
                              "the rest of its body did not come within the time allowed\n"
                              % server.authority).encode()
+
+
+# -- c-cli-a: curl's globs, -w's variables, TLS after a redirect, retries, resume, bytes ------
+
+def echoed(*paths):
+    """What the recording server's echo answers to GETs of paths, one after the other."""
+    return b"".join(b"GET %s\n" % path.encode() for path in paths)
+
+
+def test_cli_a_glob_fetches_each_url_it_stands_for_in_curls_order(servers):
+    result = run_cli("-s", servers.here.url + "/echo/{a,b}/[1-2]")
+    assert (result.returncode, result.stderr) == (0, b"")
+    assert result.stdout == echoed("/echo/a/1", "/echo/a/2", "/echo/b/1", "/echo/b/2")
+
+
+@pytest.mark.parametrize("glob, paths", [
+    ("[01-10:3]", ["01", "04", "07", "10"]),  # padded as the first number is written
+    ("[a-e:2]", ["a", "c", "e"]),
+    ("[8-10]", ["8", "9", "10"]),
+    ("{x,,y}", ["x", "", "y"]),  # an empty value is one too
+    ("\\[1-2\\]", ["[1-2]"]),  # escaped: sent as written
+    ("[]", ["[]"]),  # empty brackets are no glob
+])
+def test_cli_glob_ranges_steps_padding_and_sets_as_curl_reads_them(servers, glob, paths):
+    result = run_cli("-s", servers.here.url + "/echo/" + glob)
+    assert result.stdout == echoed(*["/echo/" + path for path in paths])
+
+
+def test_cli_output_names_take_what_each_glob_took(servers, tmp_path):
+    result = run_cli("-s", "-o", str(tmp_path / "copy_#2_#1_#3.txt"),
+                     servers.here.url + "/echo/{a,b}/[1-2]")
+    assert result.returncode == 0
+    assert {path.name: path.read_bytes() for path in tmp_path.iterdir()} == {
+        "copy_%s_%s_#3.txt" % (number, letter): b"GET /echo/%s/%s\n" % (
+            letter.encode(), number.encode()) for letter in "ab" for number in "12"}
+
+
+def test_cli_remote_names_for_each_globbed_url_and_each_o(servers, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = run_cli("-s", "-O", servers.here.url + "/echo/f[1-2].txt", "-O",
+                     servers.here.url + "/echo/g.txt", servers.here.url + "/echo/last")
+    assert (result.returncode, result.stdout) == (0, b"GET /echo/last\n")
+    assert {path.name: path.read_bytes() for path in tmp_path.iterdir()} == {
+        name: b"GET /echo/%s\n" % name.encode() for name in ("f1.txt", "f2.txt", "g.txt")}
+
+
+@pytest.mark.parametrize("path, message", [
+    ("[1-3", "bad range in URL position %d:\n%s\n%*s^"),
+    ("[3-1]", "bad range in URL position %d:\n%s\n%*s^"),
+    ("[1-3:0]", "bad range in URL position %d:\n%s\n%*s^"),
+    ("[a-3]", "bad range in URL position %d:\n%s\n%*s^"),
+    ("{a", "unmatched brace in URL position %d:\n%s\n%*s^"),
+    ("{a,{b}}", "nested brace in URL position %d:\n%s\n%*s^"),
+    ("{}", "empty string within braces in URL position %d:\n%s\n%*s^"),
+    ("a]", "unmatched close brace/bracket in URL position %d:\n%s\n%*s^"),
+    ("[-]", "bad range specification in URL position %d:\n%s\n%*s^"),
+])
+def test_cli_a_glob_curl_cannot_read_is_its_error_3_and_nothing_is_sent(servers, path,
+                                                                        message):
+    reset(servers)
+    url = servers.here.url + "/echo/" + path
+    result = run_cli("-S", "-s", url)
+    assert (result.returncode, result.stdout, servers.received) == (3, b"", [])
+    column = {"[1-3": 4, "[3-1]": 6, "[1-3:0]": 8, "[a-3]": 6, "{a": 1, "{a,{b}}": 4,
+              "{}": 2, "a]": 2, "[-]": 2}[path] + len(servers.here.url + "/echo/")
+    assert result.stderr == ("rest_client: (3) " + message % (column, url, column - 1, " ")
+                             + "\n").encode()
+
+
+def test_cli_globoff_sends_brackets_and_braces_as_written(servers):
+    result = run_cli("-s", "-g", servers.here.url + "/echo/[1-2]?ids[]=1")
+    assert (result.returncode, result.stdout) == (0, b"GET /echo/[1-2]?ids[]=1\n")
+
+
+# The table above, continued: more of curl's lines, each run by curl and by the client (the
+# table's test reads CURL_LINES when the tests are collected, after this module has run).
+CURL_LINES.extend(lines(
+    # globs: each URL a glob stands for, in curl's order; several URLs and -O's on a line
+    "-s '$URL/echo/[1-3]'",
+    "-s '$URL/echo/file[01-10:3].txt'",
+    "-s '$URL/echo/{a,b}/[a-e:2]'",
+    "-s -o 'copy_#1_#2.txt' '$URL/echo/{a,b}/[1-2]'",
+    "-s -o 'same.txt' '$URL/echo/[1-3]' $URL/echo/last",
+    "-s -O '$URL/echo/file[1-3].txt' -O $URL/echo/one.txt",
+    "-s '$URL/echo/[1-2]' $REFUSED/ $URL/echo/last",
+    "-s '$URL/echo/\\[1-2\\]/{x,,y}'",
+    "-s -g '$URL/echo/[1-2]?ids[]=1'",
+    "-s '$URL/echo?ids[]=1&ids[]=2'",
+    "-s -G -d 'ids[]=1' $URL/echo",
+    # a glob curl cannot read: its error 3, and nothing sent
+    "-s '$URL/echo/[1-3'",
+    "-s '$URL/echo/{a,{b}}'",
+    "-s '$URL/echo/[3-1]'",
+    "-s '$URL/echo/a]'",
+    # resume: a file already whole is left as it is; retries as curl's
+    "-sS -C - -o whole.bin $URL/files/data.bin",
+    "-fsS -C - -o whole.bin -w '%{http_code}' $URL/files/data.bin",
+    "-fsS --retry 1 --retry-all-errors -w '%{http_code}' $URL/status/404",
+    # bytes as curl's
+    "-s --data-urlencode 'a=1+2 ~*/-._é' --data-urlencode 'ids[]=1' $URL/echo",
+    "-si $URL/custom -H 'Accept: text/plain'",
+    # -w: every variable of curl 7.88 the client can know
+    "-s -o out.txt -e http://from/ -w '%{remote_ip}:%{remote_port} %{num_connects} "
+    "%{num_headers} %{size_header} %{filename_effective} %{scheme} %{http_version} %{method} "
+    "%{ssl_verify_result} %{urlnum} %{referer} %{http_connect}|%{content_type}|%{errormsg}|"
+    "%{exitcode}|%{ftp_entry_path}|%{proxy_ssl_verify_result}' $URL/echo",
+    "-s -o out.txt -w '%{time_namelookup} %{time_connect} %{time_appconnect} "
+    "%{time_pretransfer} %{time_starttransfer} %{time_redirect} %{time_total}' $URL/echo",
+    "-s -o out.txt -w '%header{content-type}|%header{SET-COOKIE}|%header{x-none}|"
+    "%{header_json}' $URL/cookies",
+    "-sL -o out.txt -w '%{num_redirects} %{size_header} %{url_effective} %{urlnum}\\n' "
+    "'$URL/redirect/302' $URL/echo",
+    "-s -d 'a=1&b=2' -o out.txt -w '%{size_upload} %{method}' $URL/echo",
+    "-s -o out.txt -w '[%{no_such}][%{HTTP_CODE}][%{][%header{x][\\q%q\\\\][%' $URL/echo",
+    "-s -o out.txt -w '%{stderr}to stderr %{stdout}to stdout%{onerror} not shown' $URL/echo",
+    "-s -w '%{onerror}[%{exitcode}] %{http_code} %{scheme}|%{header_json}|' $REFUSED/",
+    "-s -o 'w_#1.txt' -w '%{filename_effective} %{url}\\n' '$URL/echo/{x,y}'",
+    # -T: the n-th file goes with the n-th URL, and a glob uploads each file
+    "-s -T doc.txt $URL/upload/ $URL/echo",
+    "-s -T '{doc,data}.txt' $URL/upload/ -T body.json '$URL/upload/[1-2]'",
+    # -H @FILE: a header a line
+    "-s -H @headers.txt -H 'X-Last: 3' $URL/echo",
+    "-s -H @missing.txt -H 'X-Last: 3' $URL/echo",
+))
+
+INPUTS["headers.txt"] = b"X-One: 1\r\nX-Two:  two\n\nAccept: text/plain\nUser-Agent:\n"
+INPUTS["whole.bin"] = DATA_BIN  # for -C -: all of data.bin is there already
+
+
+@pytest.mark.parametrize("trust", [["--cacert", "ca.pem"], ["--capath", "cas"], ["-k"]])
+def test_cli_tls_settings_follow_a_redirect_from_http_to_https(scripted, tls, pki, trust):
+    trust = [{"ca.pem": pki.ca_pem, "cas": pki.cas}.get(word, word) for word in trust]
+    result = run_cli("-fsSL", *trust + [scripted.url + "/redirect/302?to=" + tls.url + "/echo"])
+    assert (result.returncode, result.stderr) == (0, b"")
+    assert json.loads(result.stdout) == ECHO_GET
+
+
+def test_cli_a_client_certificate_follows_a_redirect_to_https(scripted, mutual_tls, pki):
+    result = run_cli("-fsSL", "--cacert", pki.ca_pem, "--cert", pki.client_pem, "--key",
+                     pki.client_key, scripted.url + "/redirect/302?to=" + mutual_tls.url + "/echo")
+    assert (result.returncode, json.loads(result.stdout)) == (0, ECHO_GET)
+
+
+@pytest.fixture
+def waits(monkeypatch):
+    """The waits the command line asks for, none of them waited."""
+    asked = []
+    monkeypatch.setattr(rest_client.time, "sleep", asked.append)
+    return asked
+
+
+def test_cli_retry_all_errors_with_fail_retries_an_http_error_as_curl_does(scripted, waits):
+    url = scripted.url + "/flaky/all-errors?fails=2&status=404"
+    result = run_cli("-fS", "--retry", "5", "--retry-all-errors", url)
+    assert (result.returncode, waits) == (0, [1, 2])
+    assert result.stderr == b"".join(
+        b"rest_client: (22) The requested URL returned error: 404\n"
+        b"rest_client: warning: Problem (retrying all errors). Will retry in %d seconds. "
+        b"%d retries left.\n" % (wait, left) for wait, left in ((1, 5), (2, 4)))
+
+
+def test_cli_retry_warnings_count_as_curls_and_silent_hides_them(scripted, waits):
+    url = scripted.url + "/flaky/counted?fails=1"
+    result = run_cli("--retry", "2", "-o", "-", url)
+    assert (result.returncode, waits) == (0, [1])
+    assert result.stderr == (b"rest_client: warning: Problem : HTTP error. Will retry in 1 "
+                             b"seconds. 2 retries left.\n")
+    result = run_cli("-sS", "--retry", "2", scripted.url + "/flaky/hidden?fails=1")
+    assert (result.returncode, result.stderr) == (0, b"")
+
+
+@pytest.mark.parametrize("fail, status", [([], 0), (["-f"], 22)])
+def test_cli_resume_of_a_file_already_whole_leaves_it_as_it_was(counting, tmp_path, fail,
+                                                                 status):
+    server = counting(lambda number, request: answer(
+        b"<html>416</html>", "416 Range Not Satisfiable", ["Content-Range: bytes */4"]))
+    target = tmp_path / "whole.txt"
+    target.write_bytes(b"data")
+    result = run_cli(*fail + ["-s", "-C", "-", "-o", str(target), "-w", "%{http_code}",
+                              server.url + "/"])
+    assert (result.returncode, result.stdout) == (status, b"416")
+    assert target.read_bytes() == b"data"
+    assert server.requests[-1]["headers"]["range"] == "bytes=4-"
+
+
+SPACED = (b"HTTP/1.1 200 OK\r\nContent-Type:text/plain\r\nX-Spaced:   two  words  \r\n"
+          b"Content-Length: 3\r\n\r\nok\n")  # a head as some servers write it
+
+
+def test_cli_include_shows_each_header_line_as_received(counting):
+    server = counting(lambda number, request: SPACED)
+    result = run_cli("-si", server.url + "/")
+    assert (result.returncode, result.stdout) == (0, SPACED)
+
+
+def test_cli_verbose_shows_curls_lines_crlf_ended_with_the_blank_ones(counting):
+    server = counting(lambda number, request: SPACED)
+    result = run_cli("-sv", "-H", "Authorization: Bearer t0k", server.url + "/a")
+    assert result.stdout == b"ok\n"
+    assert result.stderr.split(b"\n", 1)[1] == (
+        b"> GET /a HTTP/1.1\r\n> Host: 127.0.0.1:%d\r\n> User-Agent: rest_client.py\r\n"
+        b"> Accept: */*\r\n> Authorization: Bearer ***\r\n> \r\n< HTTP/1.1 200 OK\r\n"
+        b"< Content-Type:text/plain\r\n< X-Spaced:   two  words  \r\n< Content-Length: 3\r\n"
+        b"< \r\n" % int(server.url.rpartition(":")[2]))
+
+
+def test_cli_write_out_sizes_and_addresses_are_those_of_the_exchange(servers):
+    result = run_cli("-sv", "-d", "a=1&b=2", "-w", "%{size_request} %{size_upload} "
+                     "%{size_header} %{local_ip} %{local_port} %{remote_port}",
+                     servers.here.url + "/echo")
+    lines = result.stderr.split(b"\n")  # -v's head lines end in CR, then LF
+
+    def head_size(mark):
+        """The bytes of the head whose lines -v shows after mark ("> " or "< ")."""
+        return sum(len(line) - len(mark) + 1 for line in lines if line.startswith(mark))
+
+    request, upload, header, local, local_port, remote_port = result.stdout.split(b"\n")[
+        -1].split()
+    assert (int(request), int(upload), int(header)) == (head_size(b"> ") + 7, 7,
+                                                        head_size(b"< "))
+    assert (local, int(remote_port)) == (b"127.0.0.1", servers.here.server_address[1])
+    assert 0 < int(local_port) != int(remote_port)
+
+
+def test_cli_write_out_times_come_in_the_order_of_the_steps(servers):
+    result = run_cli("-sL", "-o", "-", "-w", "\n%{time_namelookup} %{time_connect} "
+                     "%{time_appconnect} %{time_pretransfer} %{time_redirect} "
+                     "%{time_starttransfer} %{time_total}", servers.here.url + "/redirect/302")
+    times = [float(value) for value in result.stdout.split(b"\n")[-1].split()]
+    lookup, connect, appconnect, pretransfer, redirect, first_byte, total = times
+    assert appconnect == 0.0 and 0 < lookup <= connect <= redirect <= pretransfer <= (
+        first_byte) <= total < 5
+
+
+def test_cli_write_out_json_has_curls_names_in_curls_order(curl, servers, tmp_path):
+    line = "-s -o out.txt -w '%{json}' $URL/echo"
+    by_curl = json.loads(run_line([curl[0]], line, servers, str(tmp_path / "curl")).stdout)
+    by_client = json.loads(run_line(CLIENT, line, servers, str(tmp_path / "client")).stdout)
+    assert list(by_client) == list(by_curl)
+    varying = ("curl_version", "local_port", "size_request", "speed_download")
+
+    def stable(values):
+        """The values that are the same in two runs to the same server."""
+        return {name: value for name, value in values.items()
+                if not name.startswith("time_") and name not in varying}
+
+    assert stable(by_client) == stable(by_curl)
+
+
+def test_cli_an_unknown_write_out_variable_prints_curls_warning_and_nothing(servers):
+    result = run_cli("-s", "-o", "-", "-w", "[%{nope}]", servers.here.url + "/echo")
+    assert (result.returncode, result.stdout) == (0, b"GET /echo\n[]")
+    assert result.stderr == b"rest_client: warning: unknown --write-out variable: 'nope'\n"
+
+
+def test_cli_each_upload_goes_with_its_url_and_a_glob_uploads_each_file(servers, tmp_path,
+                                                                        monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    for name in ("a.txt", "b.txt"):
+        (tmp_path / name).write_bytes(name.encode())
+    reset(servers)
+    result = run_cli("-s", "-T", "{a,b}.txt", servers.here.url + "/upload/", "-T", "a.txt",
+                     servers.here.url + "/upload/one", servers.here.url + "/echo")
+    assert result.returncode == 0
+    assert [(request["method"], request["target"], request["body"]) for request in
+            servers.received] == [("PUT", "/upload/a.txt", b"a.txt"),
+                                  ("PUT", "/upload/b.txt", b"b.txt"),
+                                  ("PUT", "/upload/one", b"a.txt"), ("GET", "/echo", b"")]
+
+
+def test_cli_headers_from_standard_input_one_a_line(servers):
+    reset(servers)
+    result = run_cli("-s", "-H", "@-", servers.here.url + "/echo", stdin=b"X-A: 1\r\n\r\nX-B: 2")
+    assert result.returncode == 0
+    assert [(name, value) for name, value in servers.received[-1]["headers"]
+            if name.startswith("X-")] == [("X-A", "1"), ("X-B", "2")]
+
+
+@pytest.mark.parametrize("field, named", [
+    ("note=hi;headers=X-A: 1", b"-F ...;headers=: not done"),
+    ("doc=@doc.txt;encoder=base64", b"-F ...;encoder=: not done"),
+    ("docs=@doc.txt,data.txt", b"-F docs=@doc.txt,data.txt: several files in one field are "
+                               b"not done"),
+])
+def test_cli_form_syntax_not_done_is_a_usage_error_naming_it(servers, field, named):
+    reset(servers)
+    result = run_cli("-s", "-F", field, servers.here.url + "/echo")
+    assert (result.returncode, result.stdout, servers.received) == (2, b"", [])
+    assert result.stderr.startswith(b"rest_client: " + named + b"\n")
+
+
+def test_cli_write_out_says_what_it_cannot_know_of_https_rather_than_a_wrong_value(tls, pki):
+    result = run_cli("-sk", "-o", "-", "-w", "[%{ssl_verify_result}][%{num_certs}]"
+                     "[%{scheme}]", tls.url + "/echo")
+    assert result.stdout.endswith(b"[][][HTTPS]")
+    assert result.stderr == (b"rest_client: warning: -w %{ssl_verify_result}: -k checks no "
+                             b"certificate\nrest_client: warning: -w %{num_certs}: the client "
+                             b"does not show the chain\n")
+    result = run_cli("-s", "--cacert", pki.ca_pem, "-o", "-", "-w", "%{json}", tls.url + "/echo")
+    values = json.loads(result.stdout.split(b"}", 1)[1])
+    assert (values["certs"], values["num_certs"], values["ssl_verify_result"]) == (None, None, 0)
 
 
 # -- c-merged: the client's three branches as one ----------------------------------------------
