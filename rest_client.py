@@ -310,15 +310,14 @@ class Client:
         target, headers = head_for(outgoing, route, settings)
         reply, connection = self.pool.start(route, outgoing.method, target, headers,
                                             outgoing.body, deadline, settings, trace)
-        response = response_head(reply, outgoing.url)
-        if trace:
-            show_reply_head(response, trace)
-        if settings.cookies is not None:
-            keep_cookies(settings.cookies, outgoing, reply)
         streamed = download is not None and 200 <= reply.status < 300
         limit = MAX_BODY if settings.max_body is None and not streamed else settings.max_body
         try:
-            check_length(reply, response.headers, route)
+            response = response_head(reply, outgoing.url)
+            if trace:
+                show_reply_head(response, trace)
+            if settings.cookies is not None:
+                keep_cookies(settings.cookies, outgoing, reply)
             if download is not None:
                 download.head(response)
             raw = self.read_body(reply, outgoing, download if streamed else None, limit)
@@ -338,13 +337,13 @@ class Client:
             return reply.body
         accepted = ", ".join(as_list(outgoing.headers.get(ACCEPT_ENCODING_NAME, "")))
         inflaters = inflaters_for(reply.msg.get_all("Content-Encoding") or [], accepted)
-        if limit is not None and not inflaters and (reply.length or 0) > limit:
-            raise too_large(outgoing.url, limit)  # known before a byte of it is read
         pieces = raw_pieces(reply, download.progress if download else None)
         for inflater in inflaters:
             pieces = inflater.undo(pieces)
-        if limit is not None:
-            pieces = within(pieces, limit, outgoing.url)
+        if limit is not None and (inflaters or reply.length is None):
+            pieces = within(pieces, limit, outgoing.url)  # the size is known as it comes
+        elif limit is not None and reply.length > limit:
+            raise too_large(outgoing.url, limit)  # known before a byte of it is read
         if download is not None:
             stream(pieces, download)
             return b""
@@ -633,6 +632,9 @@ def response_head(reply, url):
     for name, value in lines:
         key = spellings.setdefault(name.lower(), name)  # the first spelling is the key
         dict.setdefault(headers, key, []).append(value)
+    lengths = dict.get(headers, spellings.get("content-length"))
+    if lengths and (len(lengths) > 1 or "," in lengths[0]):
+        set_one_length(reply, lengths, url)
     response = Response(reply.status, "", headers)
     response.url, response.reason, response.header_lines = url, reply.reason, lines
     response.version = "HTTP/1.0" if reply.version == 10 else "HTTP/1.1"
@@ -663,19 +665,16 @@ def charset_of(content_type):
     return None
 
 
-def check_length(reply, headers, where):
-    """Raise MalformedReply for Content-Length values that differ: where the body ends
-    cannot be known (RFC 9112 §6.3). Values that agree are one length (http.client reads
-    "5, 5" as none)."""
-    values = headers.get("Content-Length")
-    if values is None or (len(values) == 1 and "," not in values[0]):
-        return
+def set_one_length(reply, values, url):
+    """Read a body by Content-Length values that agree, as one (http.client reads "5, 5"
+    as none); MalformedReply for values that differ, as then where the body ends cannot
+    be known (RFC 9112 §6.3)."""
     lengths = list(dict.fromkeys(length.strip() for value in values
                                  for length in value.split(",")))
     if len(lengths) > 1:
-        raise MalformedReply("the reply from %s:%d has conflicting Content-Length values (%s): "
+        raise MalformedReply("the reply from %s has conflicting Content-Length values (%s): "
                              "where its body ends cannot be known"
-                             % (where.host, where.port, " and ".join(lengths)))
+                             % (urlsplit(url).netloc, " and ".join(lengths)))
     if ASCII_DIGITS.fullmatch(lengths[0]):
         reply.length = int(lengths[0])
 
