@@ -4705,3 +4705,31 @@ def test_max_filesize_is_the_clients_max_body():
     assert rest_client.curl_settings(line, None)["max_body"] == 1024
     assert rest_client.exit_status_of(rest_client.ReplyTooLarge("x")) == 63
     assert not hasattr(rest_client, "FileTooLarge")
+
+
+CURL_LINES.extend(lines(
+    # the branches' options together: -D with a glob, --max-filesize on each URL it stands
+    # for, --limit-rate pacing each file a -T glob uploads
+    "-s -D - -o 'out_#1.txt' '$URL/echo/{a,b}'",
+    "-s --max-filesize 1k -w '%{exitcode} %{size_download}\\n' '$URL/files/{report.csv,data.bin}'",
+    "-s --limit-rate 1M -T '{doc,data}.txt' $URL/upload/",
+))
+
+
+def test_trace_ascii_is_a_trace_that_write_out_reads(servers, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = run_cli("-s", "--trace-ascii", "trace.txt", "-w", " %{num_connects} %{http_code}",
+                     servers.here.url + "/echo")
+    assert (result.returncode, result.stdout, result.stderr) == (0, b"GET /echo\n 1 200", b"")
+    assert "0000: GET /echo HTTP/1.1" in (tmp_path / "trace.txt").read_text().splitlines()
+
+
+def test_a_glob_curl_cannot_read_is_said_in_the_stderr_file(servers, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    url = servers.here.url + "/echo/[1-3"
+    result = run_cli("-sS", "--stderr", "errors.txt", url)
+    assert (result.returncode, result.stdout, result.stderr) == (3, b"", b"")
+    column = len(url)
+    assert (tmp_path / "errors.txt").read_text() == (
+        "rest_client: (3) bad range in URL position %d:\n%s\n%*s^\n" % (column, url,
+                                                                       column - 1, " "))
