@@ -2621,9 +2621,15 @@ def refused(problem, line):
         print("rest_client: %s" % problem, file=sys.stderr)
         print("rest_client: try 'python rest_client.py --help' for the options curl's "
               "form takes (see the README)", file=sys.stderr)
-    elif not line.get("silent") or line.get("show_error"):
-        print("rest_client: (%d) %s" % (problem.status, problem), file=sys.stderr)
+    else:
+        show_failure(line, problem.status, problem)
     return problem.status
+
+
+def show_failure(line, status, message):
+    """curl's line for a failure, "(22) ...", unless -s (without -S) silences it."""
+    if status and (not line.get("silent") or line.get("show_error")):
+        print("rest_client: (%d) %s" % (status, message), file=sys.stderr)
 
 
 def stderr_file(path):
@@ -2822,7 +2828,6 @@ class CurlTransfer:
 
     def __init__(self, line, jar=None):
         self.line = line
-        self.silent = line.get("silent") and not line.get("show_error")
         self.headers, self.body = curl_headers(line), paced(curl_body(line), line)
         self.method = curl_method(line, self.body)
         self.url = curl_url(line)
@@ -2872,7 +2877,7 @@ class CurlTransfer:
             wait = problem and self.retry_wait(response, attempt, started)
             if wait is None or not problem:
                 return response, error
-            self.show_failure(*self.failure(response, error))
+            show_failure(self.line, *self.failure(response, error))
             self.warn("Problem %s. Will retry in %d seconds. %d retries left."
                       % (problem, wait, self.retries - attempt))
             time.sleep(wait)
@@ -2914,7 +2919,7 @@ class CurlTransfer:
             values = write_out_values(response, self, status, message, elapsed)
             for stream, text in written_out(self.line["write_out"], values, status):
                 write_bytes(text.encode("utf-8", "surrogateescape"), stream)
-        self.show_failure(status, message)
+        show_failure(self.line, status, message)
         return status
 
     def failure(self, response, error):
@@ -2925,11 +2930,6 @@ class CurlTransfer:
         if status == 22 and error is None:
             return status, "The requested URL returned error: %d" % response.status_code
         return status, "" if error is None else str(error)
-
-    def show_failure(self, status, message):
-        """curl's line for a failure, "(22) ...", unless -s (without -S) silences it."""
-        if status and not self.silent:
-            print("rest_client: (%d) %s" % (status, message), file=sys.stderr)
 
     def warn(self, text):
         """A warning on stderr, unless -s silences it (-S shows errors, not warnings)."""
