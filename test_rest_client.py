@@ -3996,6 +3996,8 @@ CURL_LINES.extend(lines(
     # -H @FILE: a header a line
     "-s -H @headers.txt -H 'X-Last: 3' $URL/echo",
     "-s -H @missing.txt -H 'X-Last: 3' $URL/echo",
+    "-sL -d a=1 -o out.txt -w '%{method} %{num_redirects}' $URL/redirect/303",
+    "-s -o out.txt -w '%{url} %{url_effective}' 127.0.0.1:$PORT/echo",
 ))
 
 INPUTS["headers.txt"] = b"X-One: 1\r\nX-Two:  two\n\nAccept: text/plain\nUser-Agent:\n"
