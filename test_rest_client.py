@@ -3998,6 +3998,14 @@ CURL_LINES.extend(lines(
     "-s -H @missing.txt -H 'X-Last: 3' $URL/echo",
     "-sL -d a=1 -o out.txt -w '%{method} %{num_redirects}' $URL/redirect/303",
     "-s -o out.txt -w '%{url} %{url_effective}' 127.0.0.1:$PORT/echo",
+    "-sI -o out.txt -w '%{size_download} %{size_header} %{num_headers}' $URL/echo",
+    "-s -x $OTHER -o out.txt -w '%{remote_ip}:%{remote_port} %{http_connect} "
+    "%{num_connects}' $URL/echo",
+    "-sf -o out.txt -w '%{http_code} %{exitcode} %{errormsg}' $URL/status/404",
+    "-sL --max-redirs 1 -o out.txt -w '%{http_code} %{num_redirects} %{redirect_url} "
+    "%{exitcode} %{url_effective}' $URL/loop",
+    "-s -o out.txt -w '[%{remote_ip}][%{local_ip}][%{scheme}][%{num_connects}]"
+    "[%{size_header}][%{http_version}][%{content_type}]' $REFUSED/",
 ))
 
 INPUTS["headers.txt"] = b"X-One: 1\r\nX-Two:  two\n\nAccept: text/plain\nUser-Agent:\n"
