@@ -1823,7 +1823,8 @@ def received_head(response):
     write it), or, when the reply did not keep it, with CRLF after each line."""
     if response.raw_head:
         return response.raw_head
-    return "".join(line + "\r\n" for line in list(head_lines(response)) + [""]).encode("latin-1")
+    lines = list(head_lines(response)) + [""]
+    return "".join(line + "\r\n" for line in lines).encode("latin-1")
 
 
 # ---------------------------------------------------------------------------------------
@@ -2560,7 +2561,8 @@ def good_range(low, high, step):
 def glob_error(words, url, column):
     """curl's error for a glob it cannot read: its words, the URL, and a caret under the
     column (counted from 1)."""
-    return CurlUsage("%s in URL position %d:\n%s\n%*s^" % (words, column, url, column - 1, " "), 3)
+    caret = " " * (column - 1) + "^"
+    return CurlUsage("%s in URL position %d:\n%s\n%s" % (words, column, url, caret), 3)
 
 
 class CurlTransfer:

@@ -4015,14 +4015,16 @@ INPUTS["whole.bin"] = DATA_BIN  # for -C -: all of data.bin is there already
 @pytest.mark.parametrize("trust", [["--cacert", "ca.pem"], ["--capath", "cas"], ["-k"]])
 def test_cli_tls_settings_follow_a_redirect_from_http_to_https(scripted, tls, pki, trust):
     trust = [{"ca.pem": pki.ca_pem, "cas": pki.cas}.get(word, word) for word in trust]
-    result = run_cli("-fsSL", *trust + [scripted.url + "/redirect/302?to=" + tls.url + "/echo"])
+    url = scripted.url + "/redirect/302?to=" + tls.url + "/echo"
+    result = run_cli("-fsSL", *trust + [url])
     assert (result.returncode, result.stderr) == (0, b"")
     assert json.loads(result.stdout) == ECHO_GET
 
 
 def test_cli_a_client_certificate_follows_a_redirect_to_https(scripted, mutual_tls, pki):
+    url = scripted.url + "/redirect/302?to=" + mutual_tls.url + "/echo"
     result = run_cli("-fsSL", "--cacert", pki.ca_pem, "--cert", pki.client_pem, "--key",
-                     pki.client_key, scripted.url + "/redirect/302?to=" + mutual_tls.url + "/echo")
+                     pki.client_key, url)
     assert (result.returncode, json.loads(result.stdout)) == (0, ECHO_GET)
 
 
@@ -4155,7 +4157,8 @@ def test_cli_each_upload_goes_with_its_url_and_a_glob_uploads_each_file(servers,
 
 def test_cli_headers_from_standard_input_one_a_line(servers):
     reset(servers)
-    result = run_cli("-s", "-H", "@-", servers.here.url + "/echo", stdin=b"X-A: 1\r\n\r\nX-B: 2")
+    result = run_cli("-s", "-H", "@-", servers.here.url + "/echo",
+                     stdin=b"X-A: 1\r\n\r\nX-B: 2")
     assert result.returncode == 0
     assert [(name, value) for name, value in servers.received[-1]["headers"]
             if name.startswith("X-")] == [("X-A", "1"), ("X-B", "2")]
@@ -4181,6 +4184,8 @@ def test_cli_write_out_says_what_it_cannot_know_of_https_rather_than_a_wrong_val
     assert result.stderr == (b"rest_client: warning: -w %{ssl_verify_result}: -k checks no "
                              b"certificate\nrest_client: warning: -w %{num_certs}: the client "
                              b"does not show the chain\n")
-    result = run_cli("-s", "--cacert", pki.ca_pem, "-o", "-", "-w", "%{json}", tls.url + "/echo")
+    result = run_cli("-s", "--cacert", pki.ca_pem, "-o", "-", "-w", "%{json}",
+                     tls.url + "/echo")
     values = json.loads(result.stdout.split(b"}", 1)[1])
-    assert (values["certs"], values["num_certs"], values["ssl_verify_result"]) == (None, None, 0)
+    assert (values["certs"], values["num_certs"], values["ssl_verify_result"]) == (
+        None, None, 0)
