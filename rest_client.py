@@ -2561,7 +2561,7 @@ def good_range(low, high, step):
 def glob_error(words, url, column):
     """curl's error for a glob it cannot read: its words, the URL, and a caret under the
     column (counted from 1)."""
-    caret = " " * (column - 1) + "^"
+    caret = "%*s^" % (column - 1, " ")  # curl's printf: at least one space before it
     return CurlUsage("%s in URL position %d:\n%s\n%s" % (words, column, url, caret), 3)
 
 
