@@ -1932,7 +1932,8 @@ def received_head(response):
     write it), or, when the reply did not keep it, with CRLF after each line."""
     if response.raw_head:
         return response.raw_head
-    return "".join(line + "\r\n" for line in list(head_lines(response)) + [""]).encode("latin-1")
+    lines = list(head_lines(response)) + [""]
+    return "".join(line + "\r\n" for line in lines).encode("latin-1")
 
 
 # ---------------------------------------------------------------------------------------
@@ -2820,7 +2821,8 @@ def good_range(low, high, step):
 def glob_error(words, url, column):
     """curl's error for a glob it cannot read: its words, the URL, and a caret under the
     column (counted from 1)."""
-    return CurlUsage("%s in URL position %d:\n%s\n%*s^" % (words, column, url, column - 1, " "), 3)
+    caret = "%*s^" % (column - 1, " ")  # curl's printf: at least one space before it
+    return CurlUsage("%s in URL position %d:\n%s\n%s" % (words, column, url, caret), 3)
 
 
 class CurlTransfer:
@@ -3680,6 +3682,7 @@ class CurlTrace:
         self.remote = self.local = ("", 0)
         self.connects = self.tunnel = self.replies = 0
         self.request_size = self.upload_size = self.header_size = 0
+        self.method = None  # of the last request sent (a 303 makes a POST a GET)
 
     def connecting(self):
         """A connection opens: its name is looked up as it does (socket.create_connection
@@ -3705,6 +3708,7 @@ class CurlTrace:
         if self.replies:  # a redirect's request: the hops before took this long
             self.mark("redirect")
         self.mark("pretransfer")
+        self.method = bytes(head).split(b" ", 1)[0].decode("latin-1")
         length = re.search(rb"\r\ncontent-length: *([0-9]+)\r\n", bytes(head), re.I)
         self.upload_size = int(length.group(1)) if length else 0
         self.request_size += len(head) + self.upload_size
@@ -3884,7 +3888,8 @@ def write_out_values(response, transfer, status, message, elapsed):
         certs="", num_certs=0, content_type=None, errormsg=message or None, exitcode=status,
         filename_effective=output.target if output.is_path else None, ftp_entry_path=None,
         http_code=0, http_connect=trace.tunnel, http_version="0", local_ip=trace.local[0],
-        local_port=trace.local[1], method=transfer.method, num_connects=trace.connects,
+        local_port=trace.local[1], method=trace.method or transfer.method,
+        num_connects=trace.connects,
         num_headers=0, num_redirects=0, proxy_ssl_verify_result=0, redirect_url=None,
         referer=transfer.line.get("referer"), remote_ip=trace.remote[0],
         remote_port=trace.remote[1], scheme=urlsplit(url).scheme.upper() if trace.connects
@@ -3892,7 +3897,8 @@ def write_out_values(response, transfer, status, message, elapsed):
         size_request=trace.request_size, size_upload=trace.upload_size,
         speed_download=int(output.size / elapsed) if elapsed else 0,
         speed_upload=int(trace.upload_size / elapsed) if elapsed else 0,
-        ssl_verify_result=0, time_total=elapsed, url=transfer.url, url_effective=url,
+        ssl_verify_result=0, time_total=elapsed, url=line_urls(transfer.line)[0],
+        url_effective=url,
         urlnum=transfer.line.get("urlnum", 0), headers=Headers())
     if response is not None:
         values.update(reply_values(response))

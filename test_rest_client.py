@@ -4517,6 +4517,16 @@ CURL_LINES.extend(lines(
     # -H @FILE: a header a line
     "-s -H @headers.txt -H 'X-Last: 3' $URL/echo",
     "-s -H @missing.txt -H 'X-Last: 3' $URL/echo",
+    "-sL -d a=1 -o out.txt -w '%{method} %{num_redirects}' $URL/redirect/303",
+    "-s -o out.txt -w '%{url} %{url_effective}' 127.0.0.1:$PORT/echo",
+    "-sI -o out.txt -w '%{size_download} %{size_header} %{num_headers}' $URL/echo",
+    "-s -x $OTHER -o out.txt -w '%{remote_ip}:%{remote_port} %{http_connect} "
+    "%{num_connects}' $URL/echo",
+    "-sf -o out.txt -w '%{http_code} %{exitcode} %{errormsg}' $URL/status/404",
+    "-sL --max-redirs 1 -o out.txt -w '%{http_code} %{num_redirects} %{redirect_url} "
+    "%{exitcode} %{url_effective}' $URL/loop",
+    "-s -o out.txt -w '[%{remote_ip}][%{local_ip}][%{scheme}][%{num_connects}]"
+    "[%{size_header}][%{http_version}][%{content_type}]' $REFUSED/",
 ))
 
 INPUTS["headers.txt"] = b"X-One: 1\r\nX-Two:  two\n\nAccept: text/plain\nUser-Agent:\n"
@@ -4526,14 +4536,16 @@ INPUTS["whole.bin"] = DATA_BIN  # for -C -: all of data.bin is there already
 @pytest.mark.parametrize("trust", [["--cacert", "ca.pem"], ["--capath", "cas"], ["-k"]])
 def test_cli_tls_settings_follow_a_redirect_from_http_to_https(scripted, tls, pki, trust):
     trust = [{"ca.pem": pki.ca_pem, "cas": pki.cas}.get(word, word) for word in trust]
-    result = run_cli("-fsSL", *trust + [scripted.url + "/redirect/302?to=" + tls.url + "/echo"])
+    url = scripted.url + "/redirect/302?to=" + tls.url + "/echo"
+    result = run_cli("-fsSL", *trust + [url])
     assert (result.returncode, result.stderr) == (0, b"")
     assert json.loads(result.stdout) == ECHO_GET
 
 
 def test_cli_a_client_certificate_follows_a_redirect_to_https(scripted, mutual_tls, pki):
+    url = scripted.url + "/redirect/302?to=" + mutual_tls.url + "/echo"
     result = run_cli("-fsSL", "--cacert", pki.ca_pem, "--cert", pki.client_pem, "--key",
-                     pki.client_key, scripted.url + "/redirect/302?to=" + mutual_tls.url + "/echo")
+                     pki.client_key, url)
     assert (result.returncode, json.loads(result.stdout)) == (0, ECHO_GET)
 
 
@@ -4666,7 +4678,8 @@ def test_cli_each_upload_goes_with_its_url_and_a_glob_uploads_each_file(servers,
 
 def test_cli_headers_from_standard_input_one_a_line(servers):
     reset(servers)
-    result = run_cli("-s", "-H", "@-", servers.here.url + "/echo", stdin=b"X-A: 1\r\n\r\nX-B: 2")
+    result = run_cli("-s", "-H", "@-", servers.here.url + "/echo",
+                     stdin=b"X-A: 1\r\n\r\nX-B: 2")
     assert result.returncode == 0
     assert [(name, value) for name, value in servers.received[-1]["headers"]
             if name.startswith("X-")] == [("X-A", "1"), ("X-B", "2")]
@@ -4692,9 +4705,11 @@ def test_cli_write_out_says_what_it_cannot_know_of_https_rather_than_a_wrong_val
     assert result.stderr == (b"rest_client: warning: -w %{ssl_verify_result}: -k checks no "
                              b"certificate\nrest_client: warning: -w %{num_certs}: the client "
                              b"does not show the chain\n")
-    result = run_cli("-s", "--cacert", pki.ca_pem, "-o", "-", "-w", "%{json}", tls.url + "/echo")
+    result = run_cli("-s", "--cacert", pki.ca_pem, "-o", "-", "-w", "%{json}",
+                     tls.url + "/echo")
     values = json.loads(result.stdout.split(b"}", 1)[1])
-    assert (values["certs"], values["num_certs"], values["ssl_verify_result"]) == (None, None, 0)
+    assert (values["certs"], values["num_certs"], values["ssl_verify_result"]) == (
+        None, None, 0)
 
 
 # -- c-merged: the client's three branches as one ----------------------------------------------
@@ -4711,7 +4726,8 @@ CURL_LINES.extend(lines(
     # the branches' options together: -D with a glob, --max-filesize on each URL it stands
     # for, --limit-rate pacing each file a -T glob uploads
     "-s -D - -o 'out_#1.txt' '$URL/echo/{a,b}'",
-    "-s --max-filesize 1k -w '%{exitcode} %{size_download}\\n' '$URL/files/{report.csv,data.bin}'",
+    "-s --max-filesize 1k -w '%{exitcode} %{size_download}\\n' "
+    "'$URL/files/{report.csv,data.bin}'",
     "-s --limit-rate 1M -T '{doc,data}.txt' $URL/upload/",
 ))
 
