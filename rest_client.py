@@ -2602,6 +2602,7 @@ def curl_main(argv):
         line["dump"] = line_file(line.get("dump_header"), "-D")
         line["trace_file"] = line_file(line.get("trace_ascii"), "--trace-ascii")
         line["headers"] = with_header_files(line)
+        line["write_out"] = write_out_format(line)
         jar = curl_cookie_jar(line)
         for one in one_per_url(line):  # as curl, a URL's glob is read when its turn comes
             status = CurlTransfer(one, jar).run()
@@ -3796,14 +3797,25 @@ HTTP_VERSIONS = {"HTTP/1.0": "1", "HTTP/1.1": "1.1"}  # as curl names them
 WRITE_OUT = r"%%|%\{([^}]*)\}|%header\{([^}]*)\}|%.|\\."  # compiled when first used
 
 
+def write_out_format(line):
+    """-w's format, read once, as curl reads it: @FILE (or @-) for the format in a file, its
+    line ends dropped; a file that cannot be read gives none, with curl's warning."""
+    format_text = line.get("write_out")
+    if not format_text or not format_text.startswith("@"):
+        return format_text
+    try:
+        format_text = read_input(format_text[1:]).decode("utf-8", "replace")
+    except CurlUsage:
+        if not line.get("silent"):
+            print("rest_client: warning: Failed to read %s" % format_text[1:], file=sys.stderr)
+        return None
+    return format_text.replace("\r", "").replace("\n", "")
+
+
 def written_out(format_text, values, status):
     """-w's text as (stream, text) pieces: its %{variables} filled in, \n, \r, \t and %%
-    as curl reads them, what curl does not know left as written; @file (its line ends
-    dropped, as curl drops them) or @- for the format itself. %{stderr} and %{stdout}
+    as curl reads them, what curl does not know left as written. %{stderr} and %{stdout}
     switch the stream; %{onerror} ends the text unless the transfer failed."""
-    if format_text.startswith("@"):
-        format_text = read_input(format_text[1:]).decode("utf-8", "replace")
-        format_text = format_text.replace("\r", "").replace("\n", "")
     pieces, stream, at = [], "stdout", 0
     for match in re.finditer(WRITE_OUT, format_text):
         pieces.append((stream, format_text[at:match.start()]))

@@ -4527,6 +4527,9 @@ CURL_LINES.extend(lines(
     "%{exitcode} %{url_effective}' $URL/loop",
     "-s -o out.txt -w '[%{remote_ip}][%{local_ip}][%{scheme}][%{num_connects}]"
     "[%{size_header}][%{http_version}][%{content_type}]' $REFUSED/",
+    "-s -o 'fmt_#1.txt' -w @fmt.txt '$URL/files/{report.csv,data.bin}'",
+    "-s -o out.txt -w @missing.txt $URL/echo",
+    piped("-s -o 'p_#1.txt' -w @- '$URL/echo/{a,b}'", b"%{http_code} %{url}\\n"),
 ))
 
 INPUTS["headers.txt"] = b"X-One: 1\r\nX-Two:  two\n\nAccept: text/plain\nUser-Agent:\n"
