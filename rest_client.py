@@ -1428,39 +1428,47 @@ def inflaters_for(content_encodings, accept_encoding):
 
 class Inflater:
     """Undoes one gzip or deflate coding as the body arrives, in bounded steps: a small
-    gzip reply can hold gigabytes of zeros. "deflate" means the zlib format (RFC 9110
-    §8.4.1.2), but some servers send bare deflate data, which browsers take too."""
+    gzip reply can hold gigabytes of zeros."""
 
     def __init__(self, coding):
         import zlib  # here: a plain request never needs it
-        self.zlib, self.coding, self.started = zlib, coding, False
-        self.engine = zlib.decompressobj(zlib.MAX_WBITS | (0 if coding == "deflate" else 16))
+        self.zlib, self.coding, self.opening = zlib, coding, b""
+        # deflate's engine waits for the first two bytes, which say which format it is
+        self.engine = None if coding == "deflate" else zlib.decompressobj(16 + zlib.MAX_WBITS)
 
     def undo(self, pieces):
         """The pieces decoded, CHUNK_SIZE bytes at most at a time, however much they hold;
         UndecodableReply for data that does not decode, or that ends before its end. An
         empty body has nothing to decode: a HEAD reply, a 204 or a 304 names the coding of
         a body it does not carry."""
-        for piece in pieces:
+        fed = False
+        for piece in filter(None, pieces):  # an empty piece says nothing
+            fed = True
+            if self.engine is None:
+                piece = self.opening = self.opening + piece
+                if len(piece) < 2:
+                    continue
+                self.engine = self.deflate_engine(piece)
             data = self.step(piece)
             yield data
             while self.engine.unconsumed_tail or len(data) == CHUNK_SIZE:
                 data = self.step(self.engine.unconsumed_tail)  # what did not fit yet
                 yield data
-        if self.started:
+        if fed:
             yield self.finish()
+
+    def deflate_engine(self, opening):
+        """The engine for deflate: the zlib format (RFC 9110 §8.4.1.2) when the first two
+        bytes are a zlib header (RFC 1950 §2.2), else bare deflate, which some servers send
+        and browsers take."""
+        zlib_header = opening[0] & 0x0F == 8 and (opening[0] << 8 | opening[1]) % 31 == 0
+        return self.zlib.decompressobj(self.zlib.MAX_WBITS if zlib_header
+                                       else -self.zlib.MAX_WBITS)
 
     def step(self, data):
         """Decode data up to CHUNK_SIZE bytes (the rest waits in the engine's
         unconsumed_tail); UndecodableReply if it does not decode."""
         try:
-            if not self.started and self.coding == "deflate":
-                self.started = True
-                try:
-                    return self.engine.decompress(data, CHUNK_SIZE)
-                except self.zlib.error:  # no zlib header: bare deflate
-                    self.engine = self.zlib.decompressobj(-self.zlib.MAX_WBITS)
-            self.started = True
             return self.engine.decompress(data, CHUNK_SIZE)
         except self.zlib.error as error:
             raise UndecodableReply("the %s reply does not decode: %s"
@@ -1468,8 +1476,8 @@ class Inflater:
 
     def finish(self):
         """The last decoded bytes, once the body has ended; UndecodableReply if it ended early."""
-        rest = self.engine.flush()
-        if not self.engine.eof:
+        rest = self.engine.flush() if self.engine else b""
+        if self.engine is None or not self.engine.eof:
             raise UndecodableReply("the %s reply does not decode: it ends before its end"
                                    % self.coding)
         return rest

@@ -4396,6 +4396,25 @@ def test_cli_an_error_after_the_head_says_the_reply_is_incomplete(lying):
                              % server.authority).encode()
 
 
+def test_codings_on_codings_decode_however_the_bytes_arrive(lying):
+    body = gzip.compress(deflated(b"hello", -zlib.MAX_WBITS))  # bare deflate, then gzip
+    server = lying(dripped(body, every=0.002, head=b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n"
+                           b"Content-Encoding: deflate, gzip\r\n\r\n" % len(body)))
+    resp, err = send(Request("GET", server.url + "/"), timeout=5)
+    assert err is None and resp.body == "hello"
+
+
+def test_a_bomb_in_two_codings_stops_at_max_body_too(lying, bomb):
+    twice = gzip.compress(bomb.data)
+    server = lying(lambda connection, stopped: connection.sendall(
+        b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\nContent-Encoding: gzip, gzip\r\n\r\n"
+        % len(twice) + twice))
+    (resp, err), peak = with_peak_memory(
+        lambda: send(Request("GET", server.url + "/"), max_body=4 * MIB))
+    assert resp is None and isinstance(err, rest_client.ReplyTooLarge)
+    assert peak < 4 * MIB + 3 * MIB
+
+
 # -- c-cli-a: curl's globs, -w's variables, TLS after a redirect, retries, resume, bytes ------
 
 def echoed(*paths):
