@@ -4482,7 +4482,7 @@ def test_cli_a_glob_curl_cannot_read_is_its_error_3_and_nothing_is_sent(servers,
                              + "\n").encode()
 
 
-def test_cli_globoff_sends_brackets_and_braces_as_written(servers):
+def test_cli_globoff_sends_brackets_as_written(servers):
     result = run_cli("-s", "-g", servers.here.url + "/echo/[1-2]?ids[]=1")
     assert (result.returncode, result.stdout) == (0, b"GET /echo/[1-2]?ids[]=1\n")
 
