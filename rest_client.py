@@ -182,7 +182,8 @@ class Headers(dict):
 Settings = namedtuple("Settings", "base_url headers auth netrc context proxy noproxy cookies "
                                   "timeout connect_timeout retries follow_redirects "
                                   "max_redirects keep_method compressed user_agent "
-                                  "repeat_headers method_as_given max_body")
+                                  "repeat_headers method_as_given resolve auto_referer "
+                                  "max_body")
 Settings.__doc__ = """What a Client holds; see Client."""
 
 
@@ -215,6 +216,9 @@ class Client:
                       rather than one (RFC 9110 §5.3)
     method_as_given   whether a method goes as written ("post", as curl -X sends it; RFC
                       9110 §9.1: methods are case-sensitive) rather than in capitals
+    resolve           a function (host, port) -> the address to connect to, in place of
+                      the system's look-up (curl's --resolve, -4 and -6)
+    auto_referer      whether a redirect sends the URL it came from as Referer (-e ";auto")
     max_body          the most bytes a body may have, once decoded (more is ReplyTooLarge,
                       so that no server can fill the memory); None: 64 MiB for a body kept
                       in memory, no limit for one saved to a file (save_to)
@@ -225,11 +229,12 @@ class Client:
                  connect_timeout=None, retries=0, follow_redirects=SAFE,
                  max_redirects=MAX_REDIRECTS, keep_method=None, compressed=True,
                  user_agent=USER_AGENT, repeat_headers=False, method_as_given=False,
-                 max_body=None):
+                 resolve=None, auto_referer=False, max_body=None):
         self.settings = Settings(base_url, headers, auth, netrc, context, proxy, noproxy,
                                  cookies, timeout, connect_timeout, retries, follow_redirects,
                                  max_redirects, keep_method, compressed, user_agent,
-                                 repeat_headers, method_as_given, max_body)
+                                 repeat_headers, method_as_given, resolve, auto_referer,
+                                 max_body)
         self.environment = environment_proxies()
         self.pool, self.routes = ConnectionPool(), {}
 
@@ -305,15 +310,14 @@ class Client:
         target, headers = head_for(outgoing, route, settings)
         reply, connection = self.pool.start(route, outgoing.method, target, headers,
                                             outgoing.body, deadline, settings, trace)
-        response = response_head(reply, outgoing.url)
-        if trace:
-            show_reply_head(response, trace)
-        if settings.cookies is not None:
-            keep_cookies(settings.cookies, outgoing, reply)
         streamed = download is not None and 200 <= reply.status < 300
         limit = MAX_BODY if settings.max_body is None and not streamed else settings.max_body
         try:
-            check_length(reply, response.headers, route)
+            response = response_head(reply, outgoing.url)
+            if trace:
+                show_reply_head(response, trace)
+            if settings.cookies is not None:
+                keep_cookies(settings.cookies, outgoing, reply)
             if download is not None:
                 download.head(response)
             raw = self.read_body(reply, outgoing, download if streamed else None, limit)
@@ -333,13 +337,13 @@ class Client:
             return reply.body
         accepted = ", ".join(as_list(outgoing.headers.get(ACCEPT_ENCODING_NAME, "")))
         inflaters = inflaters_for(reply.msg.get_all("Content-Encoding") or [], accepted)
-        if limit is not None and not inflaters and (reply.length or 0) > limit:
-            raise too_large(outgoing.url, limit)  # known before a byte of it is read
         pieces = raw_pieces(reply, download.progress if download else None)
         for inflater in inflaters:
             pieces = inflater.undo(pieces)
-        if limit is not None:
-            pieces = within(pieces, limit, outgoing.url)
+        if limit is not None and (inflaters or reply.length is None):
+            pieces = within(pieces, limit, outgoing.url)  # the size is known as it comes
+        elif limit is not None and reply.length > limit:
+            raise too_large(outgoing.url, limit)  # known before a byte of it is read
         if download is not None:
             stream(pieces, download)
             return b""
@@ -628,6 +632,9 @@ def response_head(reply, url):
     for name, value in lines:
         key = spellings.setdefault(name.lower(), name)  # the first spelling is the key
         dict.setdefault(headers, key, []).append(value)
+    lengths = dict.get(headers, spellings.get("content-length"))
+    if lengths and (len(lengths) > 1 or "," in lengths[0]):
+        set_one_length(reply, lengths, url)
     response = Response(reply.status, "", headers)
     response.url, response.reason, response.header_lines = url, reply.reason, lines
     response.version = "HTTP/1.0" if reply.version == 10 else "HTTP/1.1"
@@ -658,19 +665,16 @@ def charset_of(content_type):
     return None
 
 
-def check_length(reply, headers, where):
-    """Raise MalformedReply for Content-Length values that differ: where the body ends
-    cannot be known (RFC 9112 §6.3). Values that agree are one length (http.client reads
-    "5, 5" as none)."""
-    values = headers.get("Content-Length")
-    if values is None or (len(values) == 1 and "," not in values[0]):
-        return
+def set_one_length(reply, values, url):
+    """Read a body by Content-Length values that agree, as one (http.client reads "5, 5"
+    as none); MalformedReply for values that differ, as then where the body ends cannot
+    be known (RFC 9112 §6.3)."""
     lengths = list(dict.fromkeys(length.strip() for value in values
                                  for length in value.split(",")))
     if len(lengths) > 1:
-        raise MalformedReply("the reply from %s:%d has conflicting Content-Length values (%s): "
+        raise MalformedReply("the reply from %s has conflicting Content-Length values (%s): "
                              "where its body ends cannot be known"
-                             % (where.host, where.port, " and ".join(lengths)))
+                             % (urlsplit(url).netloc, " and ".join(lengths)))
     if ASCII_DIGITS.fullmatch(lengths[0]):
         reply.length = int(lengths[0])
 
@@ -748,6 +752,9 @@ def next_request(outgoing, response, settings, hops):
     if not credentials_may_follow(outgoing.url, new_url):
         headers = {name: value for name, value in headers.items()
                    if name.lower() not in CREDENTIAL_HEADERS}
+    if settings.auto_referer:  # curl -e ";auto": each hop names the URL it came from
+        headers = {name: value for name, value in headers.items() if name.lower() != "referer"}
+        headers["Referer"] = outgoing.url  # without user info or #fragment (RFC 9110 §10.1.3)
     headers["Host"] = urlsplit(sendable_url(new_url)).netloc
     return Outgoing(method, sendable_url(new_url), headers, body)
 
@@ -995,7 +1002,7 @@ class ConnectionPool:
                 if method not in IDEMPOTENT_METHODS:
                     raise
                 body = rewound(body)
-        connection = Connection(route, settings.connect_timeout)
+        connection = Connection(route, settings.connect_timeout, settings.resolve)
         return or_close(connection, send_request, connection, method, target, headers, body,
                         deadline, trace), connection
 
@@ -1069,6 +1076,7 @@ def send_request(connection, method, target, headers, body, deadline, trace):
     """Write the request's head and body, and read the reply's head (kept as it came for a
     trace)."""
     connection.trace, connection.deadline = trace, deadline
+    connection.reply_class = HeadKeepingReply if trace else Reply
     if connection.sock is None:
         remaining = time_left(deadline)
         connection.timeout = min(remaining, connection.connect_timeout or remaining)
@@ -1193,23 +1201,27 @@ class HeadLines:
         self.lines.append(line)
         return line
 
+    def __getattr__(self, name):
+        """Anything else is the file's own."""
+        return getattr(self.file, name)
+
 
 class Connection(http.client.HTTPConnection):
     """A connection along a route: to the origin or to its proxy, through the proxy's
     tunnel (CONNECT) for https, and in TLS for https. The first thing it sends for a
     request, its head, is shown to trace, as curl -v shows it."""
 
-    def __init__(self, route, connect_timeout=None):
+    def __init__(self, route, connect_timeout=None, resolve=None):
         host, port = route.proxy or (route.host, route.port)
         super().__init__(host, port)
         self.route, self.connect_timeout, self.trace = route, connect_timeout, None
+        self.resolve = resolve
         self.deadline = None  # the request's, which its reply keeps to
+        self.reply_class = Reply
 
     def response_class(self, sock, *args, **options):
-        """The reply to the request sent (http.client makes it), read before its deadline;
-        its head kept as it came when traced."""
-        kind = HeadKeepingReply if self.trace else Reply
-        return kind(sock, self.deadline, *args, **options)
+        """The reply to the request sent (http.client makes it), read before its deadline."""
+        return self.reply_class(sock, self.deadline, *args, **options)
 
     def connect(self):
         """Open the TCP connection, the proxy's tunnel and TLS, as the route says."""
@@ -1232,7 +1244,8 @@ class Connection(http.client.HTTPConnection):
         try:
             # the name as bytes: it is ASCII already (IDNA), and a str would make socket
             # load the idna codec to say so
-            return socket.create_connection((self.host.encode("ascii"), self.port),
+            address = self.host if self.resolve is None else self.resolve(self.host, self.port)
+            return socket.create_connection((address.encode("ascii"), self.port),
                                             self.timeout)
         except socket.gaierror as error:
             kind = ProxyNotResolved if proxy else NameNotResolved
@@ -1415,39 +1428,47 @@ def inflaters_for(content_encodings, accept_encoding):
 
 class Inflater:
     """Undoes one gzip or deflate coding as the body arrives, in bounded steps: a small
-    gzip reply can hold gigabytes of zeros. "deflate" means the zlib format (RFC 9110
-    §8.4.1.2), but some servers send bare deflate data, which browsers take too."""
+    gzip reply can hold gigabytes of zeros."""
 
     def __init__(self, coding):
         import zlib  # here: a plain request never needs it
-        self.zlib, self.coding, self.started = zlib, coding, False
-        self.engine = zlib.decompressobj(zlib.MAX_WBITS | (0 if coding == "deflate" else 16))
+        self.zlib, self.coding, self.opening = zlib, coding, b""
+        # deflate's engine waits for the first two bytes, which say which format it is
+        self.engine = None if coding == "deflate" else zlib.decompressobj(16 + zlib.MAX_WBITS)
 
     def undo(self, pieces):
         """The pieces decoded, CHUNK_SIZE bytes at most at a time, however much they hold;
         UndecodableReply for data that does not decode, or that ends before its end. An
         empty body has nothing to decode: a HEAD reply, a 204 or a 304 names the coding of
         a body it does not carry."""
-        for piece in pieces:
+        fed = False
+        for piece in filter(None, pieces):  # an empty piece says nothing
+            fed = True
+            if self.engine is None:
+                piece = self.opening = self.opening + piece
+                if len(piece) < 2:
+                    continue
+                self.engine = self.deflate_engine(piece)
             data = self.step(piece)
             yield data
             while self.engine.unconsumed_tail or len(data) == CHUNK_SIZE:
                 data = self.step(self.engine.unconsumed_tail)  # what did not fit yet
                 yield data
-        if self.started:
+        if fed:
             yield self.finish()
+
+    def deflate_engine(self, opening):
+        """The engine for deflate: the zlib format (RFC 9110 §8.4.1.2) when the first two
+        bytes are a zlib header (RFC 1950 §2.2), else bare deflate, which some servers send
+        and browsers take."""
+        zlib_header = opening[0] & 0x0F == 8 and (opening[0] << 8 | opening[1]) % 31 == 0
+        return self.zlib.decompressobj(self.zlib.MAX_WBITS if zlib_header
+                                       else -self.zlib.MAX_WBITS)
 
     def step(self, data):
         """Decode data up to CHUNK_SIZE bytes (the rest waits in the engine's
         unconsumed_tail); UndecodableReply if it does not decode."""
         try:
-            if not self.started and self.coding == "deflate":
-                self.started = True
-                try:
-                    return self.engine.decompress(data, CHUNK_SIZE)
-                except self.zlib.error:  # no zlib header: bare deflate
-                    self.engine = self.zlib.decompressobj(-self.zlib.MAX_WBITS)
-            self.started = True
             return self.engine.decompress(data, CHUNK_SIZE)
         except self.zlib.error as error:
             raise UndecodableReply("the %s reply does not decode: %s"
@@ -1455,8 +1476,8 @@ class Inflater:
 
     def finish(self):
         """The last decoded bytes, once the body has ended; UndecodableReply if it ended early."""
-        rest = self.engine.flush()
-        if not self.engine.eof:
+        rest = self.engine.flush() if self.engine else b""
+        if self.engine is None or not self.engine.eof:
             raise UndecodableReply("the %s reply does not decode: it ends before its end"
                                    % self.coding)
         return rest
@@ -1470,11 +1491,12 @@ UNKNOWN_ISSUER = (2, 18, 19, 20, 21)  # OpenSSL's X509_V_ERR_* for an issuer not
 
 
 @functools.lru_cache(maxsize=32)
-def tls_context(cacert=None, capath=None, cert=None, key=None, insecure=False):
+def tls_context(cacert=None, capath=None, cert=None, key=None, insecure=False, lowest=None):
     """An ssl.SSLContext for Client(context=...): it trusts the CAs in cacert (a PEM file)
     or capath (a folder) instead of the system's, shows a client certificate (cert, and key
     unless cert holds it) for mutual TLS, or, only with insecure=True, checks nothing.
-    OSError (ssl.SSLError too) for a file it cannot read. The same settings give the same
+    lowest ("TLSv1.2" or "TLSv1.3") is the oldest TLS version it speaks. OSError
+    (ssl.SSLError too) for a file it cannot read. The same settings give the same
     context, so that requests made with them share kept connections.
 
     Without a context, the system's CAs are trusted, and SSL_CERT_FILE and SSL_CERT_DIR
@@ -1491,6 +1513,11 @@ def tls_context(cacert=None, capath=None, cert=None, key=None, insecure=False):
     if insecure:
         context.check_hostname = False
         context.verify_mode = ssl.CERT_NONE
+    if lowest is not None and hasattr(ssl, "TLSVersion"):
+        context.minimum_version = getattr(ssl.TLSVersion, lowest.replace(".", "_"))
+    elif lowest is not None:  # Python 3.6 has no minimum_version
+        context.options |= ssl.OP_NO_TLSv1 | ssl.OP_NO_TLSv1_1 | (
+            ssl.OP_NO_TLSv1_2 if lowest == "TLSv1.3" else 0)
     return context
 
 
@@ -1553,13 +1580,13 @@ def forget_openssl_errors():
 # ---------------------------------------------------------------------------------------
 
 def environment_proxies():
-    """http_proxy, https_proxy and no_proxy as curl reads them, the lower-case name first
-    (HTTPS_PROXY, NO_PROXY otherwise); read when a client is made, as curl reads them at
-    its start. Never HTTP_PROXY: in CGI, a request's "Proxy:" header arrives as
-    HTTP_PROXY, so a web request could choose the proxy (httpoxy, CVE-2016-5385); curl
-    skips it too."""
+    """http_proxy, https_proxy, all_proxy (for a scheme without its own) and no_proxy as
+    curl reads them, the lower-case name first (HTTPS_PROXY, ALL_PROXY, NO_PROXY
+    otherwise); read when a client is made, as curl reads them at its start. Never
+    HTTP_PROXY: in CGI, a request's "Proxy:" header arrives as HTTP_PROXY, so a web
+    request could choose the proxy (httpoxy, CVE-2016-5385); curl skips it too."""
     found = {}
-    for name in ("http_proxy", "https_proxy", "no_proxy"):
+    for name in ("http_proxy", "https_proxy", "all_proxy", "no_proxy"):
         for spelling in (name,) if name == "http_proxy" else (name, name.upper()):
             if spelling in os.environ:
                 found.setdefault(name, os.environ[spelling])
@@ -1571,7 +1598,7 @@ def choose_proxy(parts, settings, environment):
     unless noproxy= (or no_proxy) names the host."""
     proxy = settings.proxy
     if proxy is None:
-        proxy = environment.get(parts.scheme.lower() + "_proxy")
+        proxy = environment.get(parts.scheme.lower() + "_proxy", environment.get("all_proxy"))
     if not proxy:
         return None
     no_proxy = environment.get("no_proxy", "") if settings.noproxy is None else settings.noproxy
@@ -1913,7 +1940,8 @@ def received_head(response):
     write it), or, when the reply did not keep it, with CRLF after each line."""
     if response.raw_head:
         return response.raw_head
-    return "".join(line + "\r\n" for line in list(head_lines(response)) + [""]).encode("latin-1")
+    lines = list(head_lines(response)) + [""]
+    return "".join(line + "\r\n" for line in lines).encode("latin-1")
 
 
 # ---------------------------------------------------------------------------------------
@@ -2351,35 +2379,81 @@ def save_cookies(jar, path):
 
 # -- curl's form: curl's own lines, with curl's meaning and exit statuses -------------------
 
-# Each option: its names, whether it takes a value, and where it goes (a list: repeatable).
+# Each option: its names, the value it takes (None for a flag), where it goes (a list:
+# repeatable), and what it does, as --help says.
 CURL_OPTIONS = [
-    ("-X --request", True, "method"), ("-H --header", True, "headers[]"),
-    ("-A --user-agent", True, "agent"), ("-e --referer", True, "referer"),
-    ("-u --user", True, "user"), ("-b --cookie", True, "cookies[]"),
-    ("-c --cookie-jar", True, "jar"), ("-k --insecure", False, "insecure"),
-    ("--cacert", True, "cacert"), ("--capath", True, "capath"), ("-E --cert", True, "cert"),
-    ("--key", True, "key"), ("-x --proxy", True, "proxy"), ("--noproxy", True, "noproxy"),
-    ("-n --netrc", False, "netrc"), ("--netrc-file", True, "netrc_file"),
-    ("--compressed", False, "compressed"),
-    ("-d --data --data-ascii", True, "data[]"), ("--data-raw", True, "data[]"),
-    ("--data-binary", True, "data[]"), ("--data-urlencode", True, "data[]"),
-    ("--json", True, "data[]"), ("-F --form", True, "form[]"),
-    ("-T --upload-file", True, "uploads[]"), ("-G --get", False, "get"),
-    ("-L --location", False, "location"), ("--max-redirs", True, "max_redirs"),
-    ("-o --output", True, "outputs[]"), ("-O --remote-name", False, "outputs[]"),
-    ("-i --include", False, "include"), ("-I --head", False, "head"),
-    ("-v --verbose", False, "verbose"), ("-s --silent", False, "silent"),
-    ("-S --show-error", False, "show_error"), ("-f --fail", False, "fail"),
-    ("--fail-with-body", False, "fail_with_body"), ("-w --write-out", True, "write_out"),
-    ("-m --max-time", True, "max_time"), ("--connect-timeout", True, "connect_timeout"),
-    ("--retry", True, "retry"), ("--retry-delay", True, "retry_delay"),
-    ("--retry-max-time", True, "retry_max_time"),
-    ("--retry-connrefused", False, "retry_connrefused"),
-    ("--retry-all-errors", False, "retry_all_errors"),
-    ("-C --continue-at", True, "continue_at"), ("-r --range", True, "range"),
-    ("--url", True, "urls[]"), ("-g --globoff", False, "globoff"),
+    ("-X --request", "<method>", "method", "Send this method (GET, or POST with a body)"),
+    ("-H --header", "<header>", "headers[]", "Send this header (\"Name:\" removes one)"),
+    ("-A --user-agent", "<name>", "agent", "Send this User-Agent"),
+    ("-e --referer", "<URL>", "referer", "Send this Referer (\";auto\": the last URL on -L)"),
+    ("-u --user", "<user:password>", "user", "Send these Basic credentials (asks if no :)"),
+    ("--oauth2-bearer", "<token>", "bearer", "Send this OAuth 2 Bearer token (RFC 6750)"),
+    ("-b --cookie", "<data|file>", "cookies[]", "Send name=value, or a cookie file's cookies"),
+    ("-c --cookie-jar", "<file>", "jar", "Write the cookies to a Netscape cookie file"),
+    ("-k --insecure", None, "insecure", "Check no server certificate (warns)"),
+    ("--cacert", "<file>", "cacert", "Trust the CAs in this PEM file"),
+    ("--capath", "<dir>", "capath", "Trust the CAs in this folder (c_rehash'ed)"),
+    ("-E --cert", "<file>", "cert", "Show this client certificate (mutual TLS)"),
+    ("--key", "<file>", "key", "The client certificate's private key"),
+    ("--tlsv1.2", None, "tlsv1_2", "Speak TLS 1.2 or later"),
+    ("--tlsv1.3", None, "tlsv1_3", "Speak TLS 1.3 or later"),
+    ("-x --proxy", "<URL>", "proxy", "Go through this proxy"),
+    ("--noproxy", "<hosts>", "noproxy", "Reach these hosts without the proxy"),
+    ("-n --netrc", None, "netrc", "Take credentials from ~/.netrc"),
+    ("--netrc-file", "<file>", "netrc_file", "Take credentials from this netrc file"),
+    ("--compressed", None, "compressed", "Ask for a compressed reply (always decoded)"),
+    ("-d --data --data-ascii", "<data>", "data[]", "POST this data (@file: its lines joined)"),
+    ("--data-raw", "<data>", "data[]", "POST this data, an @ as it is"),
+    ("--data-binary", "<data>", "data[]", "POST this data (@file: its exact bytes)"),
+    ("--data-urlencode", "<data>", "data[]", "POST this data URL-encoded"),
+    ("--json", "<data>", "data[]", "POST this JSON, with JSON's Content-Type and Accept"),
+    ("-F --form", "<name=content>", "form[]", "POST this multipart form field or @file"),
+    ("-T --upload-file", "<file>", "uploads[]", "PUT this file (- for stdin, chunked)"),
+    ("-G --get", None, "get", "Put the data in the URL's query, and GET"),
+    ("-L --location", None, "location", "Follow redirects"),
+    ("--max-redirs", "<num>", "max_redirs", "Follow at most this many redirects (50)"),
+    ("--proto", "<protocols>", "proto", "Use only these schemes (=https: https alone)"),
+    ("--proto-redir", "<protocols>", "proto_redir", "Follow redirects to these schemes only"),
+    ("--url", "<URL>", "urls[]", "Fetch this URL too"),
+    ("-g --globoff", None, "globoff", "Take [] and {} in URLs as written, not as globs"),
+    ("-K --config", "<file>", "config", "Read options from this file (- for stdin)"),
+    ("-o --output", "<file>", "outputs[]", "Write the body to this file"),
+    ("-O --remote-name", None, "outputs[]", "Write the body to a file named as the URL's"),
+    ("-J --remote-header-name", None, "header_name",
+     "With -O, name the file as Content-Disposition does"),
+    ("--output-dir", "<dir>", "output_dir", "Write -o's and -O's files in this folder"),
+    ("--create-dirs", None, "create_dirs", "Make the folders -o's file needs"),
+    ("-D --dump-header", "<file>", "dump_header", "Write the replies' heads to this file"),
+    ("-i --include", None, "include", "Write the reply's head before its body"),
+    ("-I --head", None, "head", "Send HEAD, and write the head alone"),
+    ("-v --verbose", None, "verbose", "Show the exchange on stderr"),
+    ("--trace-ascii", "<file>", "trace_ascii", "Write the exchange to this file"),
+    ("--stderr", "<file>", "stderr", "Write what goes to stderr to this file (- stdout)"),
+    ("-s --silent", None, "silent", "Show no progress, warning or error"),
+    ("-S --show-error", None, "show_error", "Show errors, even with -s"),
+    ("-# --progress-bar", None, "progress_bar", "Show the progress as a bar of #"),
+    ("-f --fail", None, "fail", "Write nothing for a 4xx or 5xx, and exit 22"),
+    ("--fail-with-body", None, "fail_with_body", "Write the body of a 4xx or 5xx, exit 22"),
+    ("-w --write-out", "<format>", "write_out", "Write this after the body (%{http_code})"),
+    ("-m --max-time", "<seconds>", "max_time", "Give up after this long"),
+    ("--connect-timeout", "<seconds>", "connect_timeout", "Give up connecting after this"),
+    ("--max-filesize", "<bytes>", "max_filesize", "Refuse a body larger than this (1k, 2M)"),
+    ("--limit-rate", "<speed>", "limit_rate", "Read at most this many bytes a second"),
+    ("--retry", "<num>", "retry", "Retry a timeout, 408, 429, 500, 502, 503, 504"),
+    ("--retry-delay", "<seconds>", "retry_delay", "Wait this long between retries"),
+    ("--retry-max-time", "<seconds>", "retry_max_time", "Retry only within this time"),
+    ("--retry-connrefused", None, "retry_connrefused", "Retry a refused connection too"),
+    ("--retry-all-errors", None, "retry_all_errors", "Retry every error"),
+    ("-C --continue-at", "<offset>", "continue_at", "Resume at this byte (- : the file's end)"),
+    ("-r --range", "<range>", "range", "Ask for these bytes only (0-499)"),
+    ("--resolve", "<host:port:addr>", "resolve[]", "Connect to addr for host and port"),
+    ("-4 --ipv4", None, "ipv4", "Connect over IPv4 only"),
+    ("-6 --ipv6", None, "ipv6", "Connect over IPv6 only"),
+    ("--http1.1", None, "http1_1", "Speak HTTP/1.1 (it always does)"),
+    ("-V --version", None, "version", "Say what this is, and stop"),
+    ("-h --help", None, "help", "Show these options, and stop"),
 ]
-OPTION_NAMES = {name: (takes_value, dest) for names, takes_value, dest in CURL_OPTIONS
+OPTION_NAMES = {name: (takes_value, dest) for names, takes_value, dest, _ in CURL_OPTIONS
                 for name in names.split()}
 CURL_ACCEPT = "*/*"
 RETRIED_STATUSES = (408, 429, 500, 502, 503, 504)  # curl's "transient" replies
@@ -2399,7 +2473,7 @@ class CurlUsage(Exception):
 def parse_curl_line(argv):
     """Read curl's options, with short ones combined (-fsSL, -sSo FILE, -ofile), into a
     dict; CurlUsage naming an option outside the set."""
-    line = {dest.rstrip("[]"): [] for _, _, dest in CURL_OPTIONS if dest.endswith("[]")}
+    line = {dest.rstrip("[]"): [] for _, _, dest, _ in CURL_OPTIONS if dest.endswith("[]")}
     words = iter(argv)
     for word in words:
         if word == "--":  # the end of the options: what follows are URLs
@@ -2414,6 +2488,49 @@ def parse_curl_line(argv):
     return line
 
 
+def take_config(line, path):
+    """-K: the options of a config file (stdin for "-"), in place, as curl reads them; a
+    line curl would warn about and skip is refused, naming the file and line."""
+    reading = line.setdefault("configs", [])
+    if path in reading:
+        raise CurlUsage("-K %s: the file reads itself" % path)
+    reading.append(path)
+    text = read_input(path).decode("utf-8", "replace")
+    for number, text_line in enumerate(text.splitlines(), 1):
+        option = config_line(text_line)
+        if option is None:
+            continue
+        name, value = option
+        try:
+            if name.startswith("--"):
+                take_option(line, name, iter(()), value, from_file=True)
+            else:
+                take_short_options(line, name, iter(() if value is None else (value,)))
+        except CurlUsage as problem:
+            raise CurlUsage("%s:%d: %s" % ("<stdin>" if path == "-" else path, number,
+                                           problem), problem.status) from None
+    reading.remove(path)
+
+
+def config_line(text):
+    """(option, value or None) from a line of a config file, or None for a comment or a
+    blank line: "name = value", "name: value", "--name value" or "-n value", a value in
+    double quotes taking \\, \", \t, \n, \r and \v, as curl's tool_parsecfg.c reads it."""
+    text = text.lstrip()
+    if not text or text[0] in "#/*":
+        return None
+    dashed = text.startswith("-")
+    name = re.match(r"\S+" if dashed else r"[^\s=:]+", text).group(0)
+    rest = text[len(name):].lstrip() if dashed else text[len(name):].lstrip(" \t\r\n\v\f=:")
+    name = name if dashed else "--" + name
+    if rest.startswith('"'):
+        quoted = re.match(r'(?:[^"\\]|\\.)*', rest[1:]).group(0)
+        escapes = {"t": "\t", "n": "\n", "r": "\r", "v": "\v"}
+        return name, re.sub(r"\\(.)", lambda escape: escapes.get(escape.group(1),
+                                                                escape.group(1)), quoted)
+    return name, (rest.split() or [None])[0]
+
+
 def check_choices(line):
     """CurlUsage for options curl will not take together."""
     bodies = [name for name, given in (("-F", line["form"]), ("-d", line["data"]),
@@ -2423,6 +2540,8 @@ def check_choices(line):
             bodies[:2]))
     if line.get("fail") and line.get("fail_with_body"):
         raise CurlUsage("--fail and --fail-with-body cannot be used together")
+    if line.get("header_name") and line.get("include"):
+        raise CurlUsage("showing headers and --remote-header-name cannot be combined")
 
 
 def take_short_options(line, word, words):
@@ -2436,11 +2555,14 @@ def take_short_options(line, word, words):
         take_option(line, name, words, None)
 
 
-def take_option(line, name, words, attached):
-    """Record one option, its value attached (-ofile) or the next word."""
+def take_option(line, name, words, attached, from_file=False):
+    """Record one option, its value attached (-ofile) or the next word; -K reads its file
+    here, as curl does."""
     if name not in OPTION_NAMES:
         raise CurlUsage("option %s: is unknown" % name)
     takes_value, dest = OPTION_NAMES[name]
+    if not takes_value and attached is not None and from_file:
+        raise CurlUsage("option %s: takes no value" % name)
     if not takes_value and dest.endswith("[]"):  # -O: a place among -o's, in order
         line[dest[:-2]].append((name, None))
         return
@@ -2450,41 +2572,98 @@ def take_option(line, name, words, attached):
     value = attached if attached is not None else next(words, None)
     if value is None:
         raise CurlUsage("option %s: requires parameter" % name)
-    if dest.endswith("[]"):
+    if dest == "config":
+        take_config(line, value)
+    elif dest.endswith("[]"):
         line[dest[:-2]].append((name, value))
     else:
         line[dest] = value
 
 
 def curl_usage():
-    """What --help prints: both forms, and the curl options the curl form takes."""
-    names = [" ".join(names.split()) + (" <value>" if takes_value else "")
-             for names, takes_value, _ in CURL_OPTIONS]
+    """What --help prints: both forms, and what each option of curl's form does."""
+    options = []
+    for names, value, _, does in CURL_OPTIONS:
+        short, _, long = names.partition(" ") if names[1] != "-" else ("", "", names)
+        named = "%-4s%s" % (short + "," if short else "", long.split()[0])
+        options.append(" %s  %s" % (("%s %s" % (named, value or "")).ljust(31), does))
     return ("Usage: python rest_client.py [options...] URL        (curl's options, as curl "
             "reads them)\n       python rest_client.py METHOD URL [options...] (see "
-            "python rest_client.py GET x --help)\n\nOptions:\n  " + "\n  ".join(names))
+            "python rest_client.py GET x --help)\n\nOptions:\n" + "\n".join(options) +
+            "\n\nThe README says which of curl's options are not done.")
 
 
 def curl_main(argv):
     """Run a curl command line, a transfer for each URL in turn; return curl's exit status,
     the last transfer's, as curl's."""
-    status, line = 0, {}
+    line = {}
     try:
         line = parse_curl_line(argv)
+    except CurlUsage as problem:
+        return refused(problem, line)
+    if line.get("help") or line.get("version"):
+        print(curl_usage() if line.get("help") else curl_version())
+        return 0
+    saved, status = sys.stderr, 0
+    try:  # --stderr's, -D's and --trace-ascii's files are the line's, every transfer's
+        sys.stderr = stderr_file(line.get("stderr")) or saved
+        line["dump"] = line_file(line.get("dump_header"), "-D")
+        line["trace_file"] = line_file(line.get("trace_ascii"), "--trace-ascii")
         line["headers"] = with_header_files(line)
+        line["write_out"] = write_out_format(line)
         jar = curl_cookie_jar(line)
         for one in one_per_url(line):  # as curl, a URL's glob is read when its turn comes
             status = CurlTransfer(one, jar).run()
+        return status
     except CurlUsage as problem:
-        if problem.status == 2:
-            print("rest_client: %s" % problem, file=sys.stderr)
-        elif not line.get("silent") or line.get("show_error"):  # curl's "(3) ..."
-            print("rest_client: (%d) %s" % (problem.status, problem), file=sys.stderr)
-        if problem.status == 2:
-            print("rest_client: try 'python rest_client.py --help' for the options curl's "
-                  "form takes (see the README)", file=sys.stderr)
-        return problem.status
-    return status
+        return refused(problem, line)
+    finally:
+        for file in (sys.stderr, line.get("dump"), line.get("trace_file")):
+            if file not in (saved, sys.stdout, sys.stdout.buffer, None):
+                file.close()
+        sys.stderr = saved
+
+
+def refused(problem, line):
+    """Say why a line cannot run: a usage error with where to read about the options,
+    one of curl's statuses as curl does, "(3) ...", unless -s hides it; its exit status."""
+    if problem.status == 2:
+        print("rest_client: %s" % problem, file=sys.stderr)
+        print("rest_client: try 'python rest_client.py --help' for the options curl's "
+              "form takes (see the README)", file=sys.stderr)
+    else:
+        show_failure(line, problem.status, problem)
+    return problem.status
+
+
+def show_failure(line, status, message):
+    """curl's line for a failure, "(22) ...", unless -s (without -S) silences it."""
+    if status and (not line.get("silent") or line.get("show_error")):
+        print("rest_client: (%d) %s" % (status, message), file=sys.stderr)
+
+
+def stderr_file(path):
+    """Where --stderr sends what would go to stderr: a file, stdout for "-", or None."""
+    if path is None:
+        return None
+    if path == "-":
+        return sys.stdout
+    try:
+        return open(path, "w")
+    except OSError as error:
+        raise CurlUsage("cannot write --stderr %s: %s" % (path, error.strerror), 23) from None
+
+
+def curl_version():
+    """What -V prints: what this is, what it speaks and can do, as curl -V's lines say."""
+    try:
+        import ssl
+        tls = (" " + ssl.OPENSSL_VERSION, " https", " SSL")
+    except ImportError:
+        tls = ("", "", "")
+    features = ("IPv6 " if socket.has_ipv6 else "") + "Largefile libz" + tls[2]
+    return ("rest_client.py (curl 7.88's command lines) Python/%d.%d.%d%s\nProtocols: http%s"
+            "\nFeatures: %s" % (sys.version_info[:3] + (tls[0], tls[1], features)))
 
 
 def one_per_url(line):
@@ -2651,7 +2830,8 @@ def good_range(low, high, step):
 def glob_error(words, url, column):
     """curl's error for a glob it cannot read: its words, the URL, and a caret under the
     column (counted from 1)."""
-    return CurlUsage("%s in URL position %d:\n%s\n%*s^" % (words, column, url, column - 1, " "), 3)
+    caret = "%*s^" % (column - 1, " ")  # curl's printf: at least one space before it
+    return CurlUsage("%s in URL position %d:\n%s\n%s" % (words, column, url, caret), 3)
 
 
 class CurlTransfer:
@@ -2659,8 +2839,7 @@ class CurlTransfer:
 
     def __init__(self, line, jar=None):
         self.line = line
-        self.silent = line.get("silent") and not line.get("show_error")
-        self.headers, self.body = curl_headers(line), curl_body(line)
+        self.headers, self.body = curl_headers(line), paced(curl_body(line), line)
         self.method = curl_method(line, self.body)
         self.url = curl_url(line)
         if line.get("get") and self.body is not None:  # -G: the data goes in the query
@@ -2668,7 +2847,8 @@ class CurlTransfer:
         if line.get("upload"):  # -T file URL/: the file's name ends the path
             self.url = with_file_name(self.url, line["upload"])
         self.client = Client(cookies=jar, **curl_settings(line, self.body))
-        self.output = CurlOutput(line, self.url)
+        self.trace = curl_trace(line)
+        self.output = CurlOutput(line, self.url, self.trace)
         self.retries = curl_count(line, "retry", 0)
         self.retry_delay = curl_seconds(line, "retry_delay", 0)
         self.retry_max_time = curl_seconds(line, "retry_max_time", 0)
@@ -2690,7 +2870,8 @@ class CurlTransfer:
             print("rest_client: warning: -k: the server's certificate is not checked",
                   file=sys.stderr)
         try:
-            response, error = self.send(started)
+            refusal = unsupported_scheme(self.url, curl_schemes(self.line.get("proto")))
+            response, error = (None, refusal) if refusal else self.send(started)
         finally:
             self.output.close()
         return self.finish(response, error, time.monotonic() - self.trace.started)
@@ -2699,14 +2880,15 @@ class CurlTransfer:
         """Send the request, and again while --retry's rules say so; the last result. Each
         failed attempt says so, with -S, as curl's do."""
         for attempt in itertools.count():
-            self.trace = CurlTrace(self.line.get("verbose"))  # -w tells of the last attempt
+            if attempt:  # -w tells of the last attempt
+                self.trace = self.output.trace = curl_trace(self.line)
             response, error = self.client.send(self.request(), trace=self.trace,
                                                save_to=self.output)
             problem = self.retry_problem(response, error, attempt)
             wait = problem and self.retry_wait(response, attempt, started)
             if wait is None or not problem:
                 return response, error
-            self.show_failure(*self.failure(response, error))
+            show_failure(self.line, *self.failure(response, error))
             self.warn("Problem %s. Will retry in %d seconds. %d retries left."
                       % (problem, wait, self.retries - attempt))
             time.sleep(wait)
@@ -2748,7 +2930,7 @@ class CurlTransfer:
             values = write_out_values(response, self, status, message, elapsed)
             for stream, text in written_out(self.line["write_out"], values, status):
                 write_bytes(text.encode("utf-8", "surrogateescape"), stream)
-        self.show_failure(status, message)
+        show_failure(self.line, status, message)
         return status
 
     def failure(self, response, error):
@@ -2759,11 +2941,6 @@ class CurlTransfer:
         if status == 22 and error is None:
             return status, "The requested URL returned error: %d" % response.status_code
         return status, "" if error is None else str(error)
-
-    def show_failure(self, status, message):
-        """curl's line for a failure, "(22) ...", unless -s (without -S) silences it."""
-        if status and not self.silent:
-            print("rest_client: (%d) %s" % (status, message), file=sys.stderr)
 
     def warn(self, text):
         """A warning on stderr, unless -s silences it (-S shows errors, not warnings)."""
@@ -2785,7 +2962,7 @@ def curl_status(response, error, line):
 def exit_status_of(error):
     """curl's exit status for an error value."""
     for kind, status in [(WriteError, 23), (RangeIgnored, 33), (TooManyRedirects, 47),
-                         (UntrustedCertificate, 60),
+                         (SchemeRefused, 1), (UntrustedCertificate, 60),
                          (TLSError, 35), (NameNotResolved, 6), (ProxyNotResolved, 5),
                          (CouldNotConnect, 7), (ProxyError, 7), (Timeout, 28),
                          (EmptyReply, 52), (ReplyCutShort, 18), (ReceiveError, 56),
@@ -2817,13 +2994,21 @@ def curl_headers(line):
         headers["content-type"] = ("Content-Type", FORM_TYPE)
     elif line.get("upload"):
         headers["content-type"] = ("Content-Type", None)  # curl names no type for -T
+    if line.get("bearer"):  # RFC 6750 §2.1; -H's Authorization wins, as curl's
+        headers["authorization"] = ("Authorization", "Bearer " + line["bearer"])
+    given = {"agent": line.get("agent"), "referer": without_auto(line.get("referer"))}
     for key, name in (("agent", "User-Agent"), ("referer", "Referer")):
-        if line.get(key) is not None:  # -A "" sends none, as curl's
-            headers[name.lower()] = (name, line[key] or None)
+        if given[key] is not None:  # -A "" sends none, as curl's
+            headers[name.lower()] = (name, given[key] or None)
     cookies = [value for _, value in line["cookies"] if "=" in value]
     if cookies:
         headers["cookie"] = ("Cookie", ";".join(cookies))  # as curl joins them
     return with_given_headers(list(headers.values()), line["headers"])
+
+
+def without_auto(referer):
+    """-e's URL without its ";auto" (which asks for a Referer on each redirect)."""
+    return referer[:-len(";auto")] if referer and referer.endswith(";auto") else referer
 
 
 def with_header_files(line):
@@ -2938,6 +3123,51 @@ def read_input(path):
         raise CurlUsage("cannot read %s: %s" % (path, error.strerror or error), 26) from None
 
 
+def paced(body, line):
+    """The body, a file read no faster than --limit-rate says (stdin and bytes as they
+    are)."""
+    rate = curl_sizes(line, "limit_rate")[0]
+    if rate and hasattr(body, "read") and body is not sys.stdin.buffer:
+        return PacedFile(body, rate)
+    return body
+
+
+class PacedFile:
+    """A file to upload, each read waiting until the bytes read before it had their time
+    at rate bytes a second (--limit-rate), and reading a quarter of a second's worth at
+    most, so that the bytes go at an even pace."""
+
+    def __init__(self, file, rate):
+        self.file, self.rate, self.sent, self.started = file, rate, 0, None
+
+    def read(self, size=-1):
+        """The next bytes, when their time has come."""
+        if self.started is None:
+            self.started = time.monotonic()
+        time.sleep(rate_wait(self.sent, time.monotonic() - self.started, self.rate))
+        most = max(self.rate // 4, 1024)
+        data = self.file.read(most if size is None or size < 0 else min(size, most))
+        self.sent += len(data)
+        return data
+
+    def seek(self, offset, whence=0):
+        """Go to offset, to be sent again at the pace from the start."""
+        self.sent, self.started = 0, None
+        return self.file.seek(offset, whence)
+
+    def tell(self):
+        """Where the file is."""
+        return self.file.tell()
+
+    def fileno(self):
+        """The file's descriptor (its size gives the Content-Length)."""
+        return self.file.fileno()
+
+    def close(self):
+        """Close the file."""
+        self.file.close()
+
+
 def upload_file(path):
     """A file to send as it is read (standard input for "-", sent chunked)."""
     if path == "-":
@@ -3034,7 +3264,9 @@ def curl_settings(line, body):
                 "timeout": curl_seconds(line, "max_time", 0) or NO_TIME_LIMIT,
                 "connect_timeout": curl_seconds(line, "connect_timeout", 0) or 300,
                 "proxy": line.get("proxy"), "noproxy": line.get("noproxy"),
-                "context": curl_tls(line)}
+                "context": curl_tls(line), "resolve": curl_resolver(line),
+                "auto_referer": (line.get("referer") or "").endswith(";auto"),
+                "max_body": curl_sizes(line, "max_filesize")[0]}
     if line.get("method"):  # -X names the method alone; the body goes by curl's own rules
         settings["keep_method"] = curl_method(dict(line, method=None), body)
     settings.update(curl_credentials(line))
@@ -3084,10 +3316,12 @@ def curl_credentials(line):
 
 
 def curl_tls(line):
-    """The TLS context --cacert, --capath, --cert, --key and -k ask for, or None, for every
-    https URL the line reaches, a redirect from http included; curl's status 77 for a CA
-    it cannot read, 58 for a certificate or key, when the line names an https URL."""
-    if not any(line.get(name) for name in ("cacert", "capath", "cert", "key", "insecure")):
+    """The TLS context --cacert, --capath, --cert, --key, -k, --tlsv1.2 and --tlsv1.3 ask
+    for, or None, for every https URL the line reaches, a redirect from http included;
+    curl's status 77 for a CA it cannot read, 58 for a certificate or key, when the line
+    names an https URL."""
+    if not any(line.get(name) for name in ("cacert", "capath", "cert", "key", "insecure",
+                                           "tlsv1_2", "tlsv1_3")):
         return None
     for name, status in (("cacert", 77), ("capath", 77), ("cert", 58), ("key", 58)):
         if line.get(name) and not os.access(line[name], os.R_OK):
@@ -3096,9 +3330,89 @@ def curl_tls(line):
             raise CurlUsage("cannot read --%s %s" % (name, line[name]), status)
     try:
         return tls_context(line.get("cacert"), line.get("capath"), line.get("cert"),
-                           line.get("key"), bool(line.get("insecure")))
+                           line.get("key"), bool(line.get("insecure")),
+                           "TLSv1.3" if line.get("tlsv1_3") else
+                           "TLSv1.2" if line.get("tlsv1_2") else None)
     except OSError as error:
         raise CurlUsage("cannot use the certificate or key: %s" % error, 58) from None
+
+
+def curl_resolver(line):
+    """The function --resolve, -4 and -6 give the Client (None without them): the address
+    --resolve names for a host and port ("*" for any host), else the system's look-up in
+    the one family asked for; CurlUsage with curl's status 49 for an entry it cannot read."""
+    entries = {}
+    for _, entry in line["resolve"]:
+        match = re.fullmatch(r"\+?([^:]+):(\d+):\[?([0-9A-Fa-f.:]+?)\]?(,.*)?", entry)
+        if not match:
+            raise CurlUsage("Couldn't parse CURLOPT_RESOLVE entry '%s'" % entry, 49)
+        entries.setdefault((match.group(1).lower(), int(match.group(2))), match.group(3))
+    family = socket.AF_INET if line.get("ipv4") else socket.AF_INET6 if line.get(
+        "ipv6") else None
+    if not entries and family is None:
+        return None
+
+    def resolve(host, port):
+        """The address to connect to for host and port."""
+        named = entries.get((host.lower(), port)) or entries.get(("*", port))
+        if named or family is None:
+            return named or host
+        try:
+            return socket.getaddrinfo(host, port, family, socket.SOCK_STREAM)[0][4][0]
+        except socket.gaierror:
+            # as curl: a name not resolved stays so (exit 6); an address of the other
+            # family is one that cannot be reached (exit 7)
+            socket.getaddrinfo(host, port, 0, 0, 0, socket.AI_NUMERICHOST)  # names raise
+            raise OSError("%s is not an address of the family asked for" % host) from None
+
+    return resolve
+
+
+def curl_schemes(text):
+    """The schemes --proto or --proto-redir allows, as curl reads its list ("=https" for
+    https alone, "-all,+http" for http alone, "+https" for one more); None for any."""
+    if text is None:
+        return None
+    allowed = {"http", "https"}
+    for token in text.split(","):
+        name = token.lstrip("+-=").lower()
+        action = (token[:len(token) - len(name)] or "+")[-1]
+        named = {"http", "https"} if name == "all" else {name}
+        allowed = set() if action == "=" else allowed
+        allowed = allowed - named if action == "-" else allowed | named
+    return allowed
+
+
+def redirect_schemes(line):
+    """The schemes a redirect may go to: those both --proto and --proto-redir allow (None
+    for any)."""
+    given = [curl_schemes(line.get(name)) for name in ("proto", "proto_redir")]
+    if given == [None, None]:
+        return None
+    return set.intersection(*[schemes for schemes in given if schemes is not None])
+
+
+def unsupported_scheme(url, allowed):
+    """SchemeRefused, as curl says it, for a URL whose scheme is not allowed; else None."""
+    scheme = url.partition("://")[0].lower()
+    if allowed is None or scheme in allowed:
+        return None
+    return SchemeRefused('Protocol "%s" not supported or disabled in libcurl' % scheme)
+
+
+def curl_sizes(line, *names):
+    """The numbers of bytes the options named give (None for one not given)."""
+    return [curl_size(line[name], name.replace("_", "-")) if line.get(name) else None
+            for name in names]
+
+
+def curl_size(text, name):
+    """A number of bytes with curl's suffixes (1k is 1024, then M, G, T and P); CurlUsage
+    for one that is not."""
+    match = re.fullmatch(r"([0-9]+)([kKmMgGtTpP]?)", text or "")
+    if not match:
+        raise CurlUsage("option --%s: is badly used here" % name)
+    return int(match.group(1)) << 10 * " kmgtp".index(match.group(2).lower() or " ")
 
 
 def trusting_nothing():
@@ -3137,6 +3451,11 @@ class WriteError(TransferError):
     """The output could not be written (curl's exit 23); the text names the file."""
 
 
+class SchemeRefused(TransferError):
+    """A URL, or a redirect, to a scheme --proto or --proto-redir leaves out (curl's exit
+    1)."""
+
+
 class RangeIgnored(TransferError):
     """A resumed download (-C) whose server sent the whole body again (curl's exit 33):
     appending it would spoil the file."""
@@ -3145,23 +3464,27 @@ class RangeIgnored(TransferError):
 class CurlOutput(Download):
     """Where curl writes a reply: stdout, or the -o (or -O) file, written into as it is,
     opened when the first byte comes (a --fail answer never makes it); -i's heads go
-    first; -C - appends to what is there. A transfer cut short keeps what came (curl's
-    exit 18), so that -C - can resume it."""
+    first, -D's to a file of their own; -C - appends to what is there. A transfer cut
+    short keeps what came (curl's exit 18), so that -C - can resume it."""
 
-    def __init__(self, line, url):
-        name = line.get("output")
-        if line.get("remote_name") and not name:
-            name = os.path.basename(urlsplit(url).path)
-            if not name:
-                raise CurlUsage("-O: the URL names no file", 23)
+    def __init__(self, line, url, trace=None):
+        name = output_name(line, url)
         super().__init__(sys.stdout.buffer if name in (None, "-") else name)
+        self.trace, self.exclusive = trace, False
+        self.name_from_reply = line.get("header_name") and line.get("remote_name") and (
+            not line.get("output"))
+        self.dump = line.get("dump")
+        self.rate = curl_sizes(line, "limit_rate")[0]
+        self.redirect_schemes = redirect_schemes(line)
         self.line, self.opened, self.last_head, self.hops = line, False, None, -1
         self.resume_from, self.complete_already = 0, False
         self.guard_terminal = name is None and sys.stdout.isatty()  # "-o -" says go ahead
         self.heads = line.get("include") or line.get("head")
         self.append = line.get("continue_at") is not None
         self.save_errors = not line.get("fail")
-        if sys.stderr.isatty() and not line.get("silent") and self.is_path:
+        if line.get("progress_bar") and not line.get("silent"):
+            self.progress = ProgressBar()
+        elif sys.stderr.isatty() and not line.get("silent") and self.is_path:
             self.progress = ProgressLine()
 
     def open(self):
@@ -3170,7 +3493,11 @@ class CurlOutput(Download):
             self.opened = True
             if self.is_path:
                 try:
-                    self.file = open(self.target, "ab" if self.append else "wb")
+                    if self.line.get("create_dirs") and os.path.dirname(self.target):
+                        os.makedirs(os.path.dirname(self.target), 0o750, exist_ok=True)
+                    # a name the reply gave never replaces a file (curl's -J)
+                    self.file = open(self.target, "ab" if self.append else
+                                     "xb" if self.exclusive else "wb")
                 except OSError as error:
                     raise WriteError("cannot write %s: %s" % (self.target, error.strerror),
                                      error) from None
@@ -3179,7 +3506,7 @@ class CurlOutput(Download):
 
     def begin(self):
         """A body starts (the first, or a retry's, which stdout shows after the first)."""
-        self.size, self.complete = 0, False
+        self.size, self.complete, self.started = 0, False, time.monotonic()
 
     def again(self):
         """Before a retry: a regular file starts empty again, as curl's does."""
@@ -3193,12 +3520,37 @@ class CurlOutput(Download):
         """With -i or -I, write each reply's head, as it came, before its body; remember
         the last, for -w after a failure."""
         self.last_head, self.hops = response, self.hops + 1
+        if self.dump and not response.from_proxy:
+            self.dump.write(received_head(response))
+            self.dump.flush()
+        self.check_limits(response)
+        if self.name_from_reply and not self.opened:
+            self.take_name(response)
         if self.resume_from and response.status_code == 200:
             self.check_resumable(response)
         if self.resume_from and response.status_code == 416:  # RFC 9110 §15.5.17: there
             self.complete_already = True  # is nothing after the end: curl keeps the file
         if self.heads and not response.from_proxy:
             self.write_bytes(received_head(response))
+
+    def check_limits(self, response):
+        """SchemeRefused for a redirect -L would follow to a scheme --proto or --proto-redir
+        leaves out."""
+        location = response.headers.first("Location", None)
+        if self.redirect_schemes is not None and self.line.get("location") and location and (
+                response.status_code in REDIRECT_STATUSES):
+            refusal = unsupported_scheme(urljoin(response.url, location),
+                                         self.redirect_schemes)
+            if refusal:
+                raise refusal
+
+    def take_name(self, response):
+        """-J: the file is named as the reply's Content-Disposition says, when it is a
+        plain file name, and never replaces one that is there."""
+        name = disposition_name(response.headers.first("Content-Disposition"))
+        if name:
+            folder = self.line.get("output_dir")
+            self.target, self.exclusive = "%s/%s" % (folder, name) if folder else name, True
 
     def check_resumable(self, response):
         """A whole body where -C asked for the rest: the file is complete already if it is
@@ -3213,14 +3565,18 @@ class CurlOutput(Download):
         """Add a piece of the body (none of a proxy's refusal of a tunnel, none with -I,
         which shows the head alone whatever the method, as curl's, and none of a file
         complete already)."""
-        if self.line.get("head") or self.complete_already:
+        if self.line.get("head") or self.complete_already or not data or (
+                self.last_head is not None and self.last_head.from_proxy):
             return
-        if data and not (self.last_head is not None and self.last_head.from_proxy):
-            if self.guard_terminal and b"\0" in data:
-                raise WriteError('binary output can mess up your terminal: use "-o -" to '
-                                 'have it there anyway, or "-o FILE" to save it')
-            self.write_bytes(data)
-            self.size += len(data)
+        if self.guard_terminal and b"\0" in data:
+            raise WriteError('binary output can mess up your terminal: use "-o -" to '
+                             'have it there anyway, or "-o FILE" to save it')
+        if self.rate:  # --limit-rate: a piece waits until those before it had their time
+            time.sleep(rate_wait(self.size, time.monotonic() - self.started, self.rate))
+        self.write_bytes(data)
+        self.size += len(data)
+        if hasattr(self.trace, "data"):
+            self.trace.data(data)
 
     def write_bytes(self, data):
         """Write bytes to the output as they come; WriteError naming it when it cannot."""
@@ -3251,6 +3607,63 @@ class CurlOutput(Download):
             self.progress.end()
 
 
+def output_name(line, url):
+    """The file a transfer writes to: -o's, or with -O the URL's last segment, in
+    --output-dir's folder; "-" or None for stdout."""
+    name = line.get("output")
+    if line.get("remote_name") and not name:
+        name = os.path.basename(urlsplit(url).path)
+        if not name:
+            raise CurlUsage("-O: the URL names no file", 23)
+    if name not in (None, "-") and line.get("output_dir"):
+        name = "%s/%s" % (line["output_dir"], name)  # as curl joins them
+    return name
+
+
+def line_file(path, option):
+    """A file the line writes to (-D's, --trace-ascii's), made at once, as curl's: stdout
+    for "-", None when the option is not given."""
+    if path is None:
+        return None
+    if path == "-":
+        return sys.stdout.buffer
+    try:
+        return open(path, "wb")
+    except OSError as error:
+        raise CurlUsage("cannot write %s %s: %s" % (option, path, error.strerror),
+                        23) from None
+
+
+def disposition_name(value):
+    """The file name a Content-Disposition value gives (RFC 6266 §4.3), when it is a plain
+    one: no folder, no leading dot, no control character (a server could otherwise name
+    ../.bashrc); None otherwise. As curl, filename*= is not read."""
+    match = re.search(r"(?:^|[;\s])filename=(\"[^\"]*|'[^']*|[^;]*)", value)
+    if not match:
+        return None
+    name = match.group(1)[1:] if match.group(1)[:1] in "\"'" else match.group(1).strip()
+    plain = name and not name.startswith(".") and not re.search(r"[/\\\x00-\x1f\x7f]", name)
+    return name if plain else None
+
+
+def rate_wait(size, elapsed, rate):
+    """Seconds to wait so that size bytes in elapsed seconds average rate a second at most
+    (--limit-rate)."""
+    return max(0.0, size / rate - elapsed)
+
+
+class ProgressBar(ProgressLine):
+    """-#: the progress as a line of # across 72 columns and the share done, as curl's."""
+
+    def draw(self):
+        """Write the bar over the one before."""
+        self.drawn = time.monotonic()
+        received, total = self.last
+        share = received / total if total else 0.0
+        sys.stderr.write("\r%-72s %5.1f%%" % ("#" * int(share * 72), share * 100))
+        sys.stderr.flush()
+
+
 def resume_headers(line, output):
     """The Range header -C - (from the output file's size) or -r asks for, if any; the
     output learns where a resumed body starts."""
@@ -3278,6 +3691,7 @@ class CurlTrace:
         self.remote = self.local = ("", 0)
         self.connects = self.tunnel = self.replies = 0
         self.request_size = self.upload_size = self.header_size = 0
+        self.method = None  # of the last request sent (a 303 makes a POST a GET)
 
     def connecting(self):
         """A connection opens: its name is looked up as it does (socket.create_connection
@@ -3303,6 +3717,7 @@ class CurlTrace:
         if self.replies:  # a redirect's request: the hops before took this long
             self.mark("redirect")
         self.mark("pretransfer")
+        self.method = bytes(head).split(b" ", 1)[0].decode("latin-1")
         length = re.search(rb"\r\ncontent-length: *([0-9]+)\r\n", bytes(head), re.I)
         self.upload_size = int(length.group(1)) if length else 0
         self.request_size += len(head) + self.upload_size
@@ -3326,6 +3741,55 @@ class CurlTrace:
         print(line, file=sys.stderr)
 
 
+def curl_trace(line):
+    """What watches the exchange, for -w: --trace-ascii's file, else -v's lines (none
+    shown without -v)."""
+    if line.get("trace_file"):
+        return TraceFile(line["trace_file"])
+    return CurlTrace(line.get("verbose"))
+
+
+class TraceFile(CurlTrace):
+    """--trace-ascii's file: what -v shows, in curl's blocks (== Info, => Send header,
+    <= Recv header, <= Recv data), each line after its offset in hex; credentials masked,
+    as -v's."""
+
+    def __init__(self, file):
+        super().__init__(True)
+        self.file, self.sent = file, []  # the request head's lines, until its blank line
+
+    def write(self, text):
+        """Add text to the file."""
+        self.file.write(text.encode("utf-8"))
+
+    def __call__(self, line):
+        """Add one of -v's lines."""
+        if line.startswith(">"):
+            self.sent.append(line[2:])
+            if line == ">":
+                self.block("=> Send header", self.sent)
+                self.sent = []
+        elif line.startswith("<"):
+            self.block("<= Recv header", [line[2:]])
+        else:
+            self.write("== Info: %s\n" % line.lstrip("* "))
+
+    def block(self, title, lines):
+        """Write lines as one block, each CRLF-ended line counted."""
+        size, offset = sum(len(text) + 2 for text in lines), 0
+        self.write("%s, %d bytes (%#x)\n" % (title, size, size))
+        for text in lines:
+            self.write("%04x: %s\n" % (offset, text))
+            offset += len(text) + 2
+
+    def data(self, data):
+        """Write a piece of the body, 64 bytes a line, what is not printable as a dot."""
+        self.write("<= Recv data, %d bytes (%#x)\n" % (len(data), len(data)))
+        for offset in range(0, len(data), 64):
+            piece = data[offset:offset + 64].decode("latin-1")
+            self.write("%04x: %s\n" % (offset, re.sub(r"[^\x20-\x7e]", ".", piece)))
+
+
 # -w's variables as curl 7.88 has them (tool_writeout.c), in the order %{json} lists them
 WRITE_OUT_VARIABLES = (
     "certs", "content_type", "errormsg", "exitcode", "filename_effective", "ftp_entry_path",
@@ -3341,14 +3805,25 @@ HTTP_VERSIONS = {"HTTP/1.0": "1", "HTTP/1.1": "1.1"}  # as curl names them
 WRITE_OUT = r"%%|%\{([^}]*)\}|%header\{([^}]*)\}|%.|\\."  # compiled when first used
 
 
+def write_out_format(line):
+    """-w's format, read once, as curl reads it: @FILE (or @-) for the format in a file, its
+    line ends dropped; a file that cannot be read gives none, with curl's warning."""
+    format_text = line.get("write_out")
+    if not format_text or not format_text.startswith("@"):
+        return format_text
+    try:
+        format_text = read_input(format_text[1:]).decode("utf-8", "replace")
+    except CurlUsage:
+        if not line.get("silent"):
+            print("rest_client: warning: Failed to read %s" % format_text[1:], file=sys.stderr)
+        return None
+    return format_text.replace("\r", "").replace("\n", "")
+
+
 def written_out(format_text, values, status):
     """-w's text as (stream, text) pieces: its %{variables} filled in, \n, \r, \t and %%
-    as curl reads them, what curl does not know left as written; @file (its line ends
-    dropped, as curl drops them) or @- for the format itself. %{stderr} and %{stdout}
+    as curl reads them, what curl does not know left as written. %{stderr} and %{stdout}
     switch the stream; %{onerror} ends the text unless the transfer failed."""
-    if format_text.startswith("@"):
-        format_text = read_input(format_text[1:]).decode("utf-8", "replace")
-        format_text = format_text.replace("\r", "").replace("\n", "")
     pieces, stream, at = [], "stdout", 0
     for match in re.finditer(WRITE_OUT, format_text):
         pieces.append((stream, format_text[at:match.start()]))
@@ -3433,7 +3908,8 @@ def write_out_values(response, transfer, status, message, elapsed):
         certs="", num_certs=0, content_type=None, errormsg=message or None, exitcode=status,
         filename_effective=output.target if output.is_path else None, ftp_entry_path=None,
         http_code=0, http_connect=trace.tunnel, http_version="0", local_ip=trace.local[0],
-        local_port=trace.local[1], method=transfer.method, num_connects=trace.connects,
+        local_port=trace.local[1], method=trace.method or transfer.method,
+        num_connects=trace.connects,
         num_headers=0, num_redirects=0, proxy_ssl_verify_result=0, redirect_url=None,
         referer=transfer.line.get("referer"), remote_ip=trace.remote[0],
         remote_port=trace.remote[1], scheme=urlsplit(url).scheme.upper() if trace.connects
@@ -3441,7 +3917,8 @@ def write_out_values(response, transfer, status, message, elapsed):
         size_request=trace.request_size, size_upload=trace.upload_size,
         speed_download=int(output.size / elapsed) if elapsed else 0,
         speed_upload=int(trace.upload_size / elapsed) if elapsed else 0,
-        ssl_verify_result=0, time_total=elapsed, url=transfer.url, url_effective=url,
+        ssl_verify_result=0, time_total=elapsed, url=line_urls(transfer.line)[0],
+        url_effective=url,
         urlnum=transfer.line.get("urlnum", 0), headers=Headers())
     if response is not None:
         values.update(reply_values(response))

@@ -1133,7 +1133,8 @@ def test_a_corrupt_gzip_reply_is_an_error_value(counting):
     assert str(err).startswith("the gzip reply does not decode: ")
     result = run_cli("GET", server.url + "/")
     assert (result.returncode, result.stdout) == (3, b"")
-    assert result.stderr.startswith(b"rest_client: no reply: the gzip reply does not decode: ")
+    assert result.stderr.startswith(
+        b"rest_client: incomplete reply: the gzip reply does not decode: ")
 
 
 def test_a_coding_the_request_did_not_ask_for_is_left_alone(counting):
@@ -1531,7 +1532,8 @@ def test_a_download_that_fails_half_way_is_an_error_and_leaves_no_file(
     assert os.listdir(str(tmp_path)) == []
     result = run_cli("GET", server.url + "/", "-o", str(tmp_path / "x.bin"))
     assert (result.returncode, result.stdout) == (3, b"")
-    assert result.stderr.startswith(b"rest_client: no reply: ") and result.stderr.count(b"\n") == 1
+    assert result.stderr.startswith(b"rest_client: incomplete reply: ")
+    assert result.stderr.count(b"\n") == 1
     assert os.listdir(str(tmp_path)) == []
 
 
@@ -2659,9 +2661,9 @@ def test_cli_a_cookie_jar_round_trips_with_curls_for_localhost(scripted, tmp_pat
 
 def test_cli_an_unknown_option_is_a_usage_error_naming_it_and_nothing_is_sent(scripted):
     before = len(scripted.received)
-    result = run_cli("-s", "--limit-rate", "1M", scripted.url + "/echo")
+    result = run_cli("-s", "--digest", "-u", "a:b", scripted.url + "/echo")
     assert result.returncode == 2 and result.stdout == b""
-    assert result.stderr.startswith(b"rest_client: option --limit-rate: is unknown\n")
+    assert result.stderr.startswith(b"rest_client: option --digest: is unknown\n")
     assert len(scripted.received) == before
 
 
@@ -3647,9 +3649,9 @@ def test_an_option_outside_the_set_is_a_usage_error_naming_it_and_nothing_is_sen
         servers, tmp_path):
     """curl knows hundreds of options the client does not; any it does not know is exit 2,
     before anything is sent."""
-    done = run_line(CLIENT, "-s --limit-rate 1M $URL/echo", servers, str(tmp_path / "run"))
+    done = run_line(CLIENT, "-s --digest -u a:b $URL/echo", servers, str(tmp_path / "run"))
     assert (done.status, done.stdout, done.wire) == (2, b"", [])
-    assert b"--limit-rate" in done.stderr
+    assert b"--digest" in done.stderr
 
 
 # -- nothing damaged ---------------------------------------------------------------------------
@@ -3875,6 +3877,544 @@ def test_a_large_upload_streams_from_its_file(servers, tmp_path, memory_limit, b
     assert peak < memory_limit
 
 
+# -- c-cli-b: curl's options for config files, headers, names, limits and traces ---------------
+
+INPUTS.update({
+    "opts.cfg": b"# curl's config syntax: an option a line, its dashes optional\n"
+                b"silent\n"
+                b"header = \"X-Test: from the file\"\n"
+                b"--user-agent \"probe/2.0 (\\\"quoted\\\")\"\n"
+                b"  output: out.txt\n"
+                b"-d a=1\n"
+                b"write-out = \"%{http_code}\\n\"\n",
+})
+
+
+def answer_attachment(self, route, query):
+    """A body whose Content-Disposition names a file (RFC 6266), for -J."""
+    self.reply(200, b"attached\n", [("Content-Type", "text/csv"),
+                                   ("Content-Disposition", query.get("cd", ""))])
+
+
+RecordingHandler.answer_attachment = answer_attachment  # a route of this part's own
+
+# The table goes on (its test reads the list when pytest collects it, after this module ran).
+CURL_LINES.extend(lines(
+    # -K: curl's config files, and stdin
+    "-K opts.cfg $URL/echo",
+    piped("-K - $URL/echo", b'-s\nheader "X-From: stdin"\nreferer = "https://example.com/"\n'),
+    "-s -K missing.cfg $URL/echo",
+    # -D: the heads, as -i writes them, to a file or stdout
+    "-s -D heads.txt -o out.txt $URL/echo",
+    "-s -D - -o out.txt $URL/echo",
+    "-sL -D heads.txt '$URL/redirect/302?to=/echo'",
+    "-s -D heads.txt $REFUSED/",
+    # where files go, and their names
+    "-s --create-dirs -o new/deeper/out.txt $URL/echo",
+    "-s --output-dir saved -O $URL/files/report.csv",
+    "-s --create-dirs --output-dir saved -O $URL/files/report.csv",
+    "-s -OJ '$URL/attachment/x.csv?cd=attachment;%20filename=%22export.csv%22'",
+    "-s -OJ '$URL/attachment/x.csv?cd=attachment;%20filename=existing.json'",
+    "-s -OJ '$URL/attachment/x.csv?cd=inline'",
+    "-s -J -o named.csv '$URL/attachment/x.csv?cd=attachment;%20filename=other.csv'",
+    "-s -OJ -i '$URL/attachment/x.csv?cd=attachment;%20filename=export.csv'",
+    # credentials, referers, protocols
+    "-s --oauth2-bearer t0k.3n $URL/echo",
+    "-s --oauth2-bearer t0k.3n -H 'Authorization: Basic eA==' $URL/echo",
+    "-sL -e ';auto' '$URL/redirect/302?to=/echo'",
+    "-sL -e 'https://example.com/from;auto' '$URL/redirect/302?to=/echo'",
+    "-s --url $URL/echo",
+    "-s --http1.1 -4 $URL/echo",
+    "-s -6 $URL/echo",
+    "--proto '=https' --tlsv1.2 -sSf $URL/echo",
+    "-s --proto =http,https --tlsv1.3 $URL/echo",
+    "-s --proto -all,+http $URL/echo",
+    "-sL --proto-redir =https '$URL/redirect/302?to=/echo'",
+    "-sL --proto-redir =https -w '%{http_code}' -D - '$URL/redirect/302?to=/echo'",
+    # limits, progress and where errors go
+    "-s --max-filesize 10 -o out.txt $URL/files/report.csv",
+    "-s --max-filesize 1k $URL/files/report.csv",
+    "-s --max-filesize 2q $URL/files/report.csv",
+    "-s --limit-rate 100k $URL/files/report.csv",
+    "-# -o out.txt $URL/files/report.csv",
+    "-s --stderr errors.txt $URL/echo",
+    "-s --resolve bad $URL/echo",
+    # more of the same, together
+    "-sI -D heads.txt $URL/echo",
+    "-si -D heads.txt $URL/custom",
+    "-s -e ';auto' '$URL/redirect/302?to=/echo'",
+    "-s --proto =https http://no-such-host.invalid/",
+    "-s --output-dir saved -o out.txt $URL/echo",
+    "-s --create-dirs --output-dir a/b -o c/out.txt $URL/echo",
+    "-s --create-dirs -o existing.json/x $URL/echo",
+    "-s -D heads.txt -o one.txt -o two.txt $URL/echo $URL/custom",
+    "-s --limit-rate 1M -T doc.txt $URL/upload/",
+    "-s --limit-rate 1M --data-binary @body.bin $URL/echo",
+    piped("-K - -O", b'url = "http://127.0.0.1:1/"\n'),
+))
+
+
+def test_help_gives_each_option_a_line_saying_what_it_does():
+    result = run_cli("--help")
+    assert result.returncode == 0
+    options = [line for line in result.stdout.decode().splitlines()
+               if line.lstrip().startswith("-")]
+    assert len(options) == len(rest_client.CURL_OPTIONS)
+    for line in options:  # " -o, --output <file>     Write the body to this file"
+        assert re.match(r" (-\S, |    )--[a-z0-9.-]+( <[^>]+>)? +[A-Z].{10,}$", line), line
+    assert " -D, --dump-header <file>  " in result.stdout.decode()
+
+
+def test_version_says_what_the_client_is_and_sends_nothing(scripted):
+    before = len(scripted.received)
+    for option in ("-V", "--version"):
+        result = run_cli(option, scripted.url + "/echo")
+        lines = result.stdout.decode().splitlines()
+        assert result.returncode == 0 and result.stderr == b""
+        assert lines[0].startswith("rest_client.py (curl 7.88's command lines) Python/")
+        assert lines[1] == "Protocols: http https"
+        assert lines[2].startswith("Features: ") and "IPv6" in lines[2]
+    assert len(scripted.received) == before
+
+
+def test_resolve_connects_to_the_address_given_for_the_host_named(servers):
+    port = servers.here.server_address[1]
+    reset(servers)
+    result = run_cli("-s", "--resolve", "example.test:%d:127.0.0.1" % port,
+                     "http://example.test:%d/echo" % port)
+    assert (result.returncode, result.stdout) == (0, b"GET /echo\n")
+    assert ("Host", "example.test:%d" % port) in servers.received[0]["headers"]
+
+
+@pytest.mark.parametrize("name", ["all_proxy", "ALL_PROXY"])
+def test_all_proxy_is_used_when_no_proxy_of_the_scheme_is_named(servers, monkeypatch, name):
+    clear_proxy_variables(monkeypatch)
+    monkeypatch.delenv("all_proxy", raising=False)
+    monkeypatch.delenv("ALL_PROXY", raising=False)
+    monkeypatch.setenv(name, servers.other.url)
+    result = run_cli("-s", servers.here.url + "/echo")
+    assert (result.returncode, result.stdout) == (0, b"GET %s/echo\n" % servers.here.url.encode())
+
+
+def test_trace_ascii_writes_the_exchange_in_curls_blocks(servers, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = run_cli("-s", "--trace-ascii", "trace.txt", servers.here.url + "/echo")
+    assert (result.returncode, result.stdout) == (0, b"GET /echo\n")
+    trace = (tmp_path / "trace.txt").read_text().splitlines()
+    sent = trace.index(next(line for line in trace if line.startswith("=> Send header, ")))
+    assert trace[sent + 1] == "0000: GET /echo HTTP/1.1"
+    assert trace[sent + 2].startswith("0014: Host: 127.0.0.1:")
+    assert trace[-6:] == ["<= Recv header, 20 bytes (0x14)", "0000: Content-Length: 10",
+                          "<= Recv header, 2 bytes (0x2)", "0000: ",
+                          "<= Recv data, 10 bytes (0xa)", "0000: GET /echo."]
+    assert trace[0].startswith("== Info: ")
+
+
+def test_progress_bar_draws_hashes_and_the_share_on_stderr(servers, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = run_cli("-#", "-o", "out.txt", servers.here.url + "/files/report.csv")
+    assert result.returncode == 0 and result.stderr.endswith(b"#" * 72 + b" 100.0%\n")
+
+
+def test_stderr_sends_the_error_lines_to_a_file(servers, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = run_cli("-sS", "--stderr", "errors.txt", servers.refused + "/")
+    assert (result.returncode, result.stderr) == (7, b"")
+    assert b"(7) could not connect to 127.0.0.1 port" in (tmp_path / "errors.txt").read_bytes()
+
+
+@pytest.mark.parametrize("text, read", [
+    ("url = \"http://x/\"", ("--url", "http://x/")),
+    ("  --output out.txt  # a comment after", ("--output", "out.txt")),
+    ("-o:x", ("-o:x", None)),
+    ("silent", ("--silent", None)),
+    ("header: \"A: \\\"b\\\"\\tc\\\\d\\q\"", ("--header", "A: \"b\"\tc\\dq")),
+    ("# a comment", None), ("", None), ("   ", None),
+])
+def test_a_config_line_is_read_as_curl_reads_it(text, read):
+    assert rest_client.config_line(text) == read
+
+
+def test_remote_header_name_takes_a_plain_file_name_only(servers, tmp_path, monkeypatch):
+    """A name with a path in it, or one starting with a dot, could put the file anywhere:
+    the URL's name is used instead."""
+    for number, name in enumerate(("../up.csv", "/etc/cron.d/x", "..", ".bashrc", "a\\b.csv")):
+        (tmp_path / str(number)).mkdir()
+        monkeypatch.chdir(tmp_path / str(number))
+        url = servers.here.url + "/attachment/x.csv?cd=attachment;%20filename=%22" + name
+        assert run_cli("-s", "-OJ", url + "%22").returncode == 0, name
+        assert os.listdir(".") == ["x.csv"] and open("x.csv", "rb").read() == b"attached\n"
+    assert not (tmp_path / "up.csv").exists()
+
+
+def test_max_filesize_stops_a_body_of_unknown_length_at_the_limit(servers, tmp_path,
+                                                                  monkeypatch):
+    """curl 7.88 lets a body without Content-Length through whatever its size; here the
+    limit holds as the bytes come (as curl does from 8.4)."""
+    monkeypatch.chdir(tmp_path)
+    result = run_cli("-sS", "--max-filesize", "5", "-o", "out.txt", servers.here.url + "/chunked")
+    assert result.returncode == 63 and result.stderr.startswith(b"rest_client: (63) ")
+    assert result.stderr.count(b"\n") == 1 and b"5 bytes" in result.stderr
+
+
+@pytest.mark.parametrize("size, elapsed, wait", [(2048, 0.5, 1.5), (1024, 2.0, 0.0),
+                                                 (100, 0.0, 100 / 1024)])
+def test_limit_rate_waits_until_the_average_is_the_rate(size, elapsed, wait):
+    assert rest_client.rate_wait(size, elapsed, 1024) == pytest.approx(wait)
+
+
+@pytest.mark.parametrize("text, number", [("100", 100), ("1k", 1024), ("2M", 2 << 20),
+                                          ("1G", 1 << 30), ("3m", 3 << 20)])
+def test_sizes_take_curls_suffixes(text, number):
+    assert rest_client.curl_size(text, "max-filesize") == number
+
+
+def test_the_installer_line_fetches_over_https_and_never_follows_to_http(tls, scripted, pki):
+    """`curl --proto '=https' --tlsv1.2 -sSf URL | sh`: https alone, redirects included."""
+    line = ["--proto", "=https", "--tlsv1.2", "-sSfL", "--cacert", pki.ca_pem]
+    fetched = run_cli(*line + [tls.url + "/echo"])
+    assert (fetched.returncode, json.loads(fetched.stdout.decode())) == (0, ECHO_GET)
+    before = len(scripted.received)
+    refused = run_cli(*line + [tls.url + "/redirect/302?to=" + scripted.url + "/echo"])
+    assert (refused.returncode, refused.stdout) == (1, b"")
+    assert refused.stderr == (b'rest_client: (1) Protocol "http" not supported or disabled '
+                              b'in libcurl\n')
+    assert run_cli(*line + [scripted.url + "/echo"]).returncode == 1
+    assert len(scripted.received) == before
+
+
+def test_tlsv1_3_refuses_a_server_that_speaks_tls_1_2_at_most(pki):
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(pki.server_pem, pki.server_key)
+    if hasattr(ssl, "TLSVersion"):
+        context.maximum_version = ssl.TLSVersion.TLSv1_2
+    else:  # Python 3.6
+        context.options |= getattr(ssl, "OP_NO_TLSv1_3", 0)
+    server = ScriptedServer(("127.0.0.1", 0), ScriptedHandler)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    serve_scripted(server, "https")
+    try:
+        line = ["-s", "--cacert", pki.ca_pem, server.url + "/echo"]
+        assert run_cli("--tlsv1.2", *line).returncode == 0
+        assert run_cli("--tlsv1.3", *line).returncode == 35
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_config_file_that_reads_itself_is_refused(tmp_path):
+    config = tmp_path / "loop.cfg"
+    config.write_text("silent\nconfig = %s\n" % config)
+    result = run_cli("-K", str(config), "http://127.0.0.1:1/")
+    assert (result.returncode, result.stdout) == (2, b"")
+    assert result.stderr.startswith(b"rest_client: %s:2: -K %s: the file reads itself\n"
+                                    % (str(config).encode(), str(config).encode()))
+
+
+def test_trace_ascii_holds_every_transfer_of_the_line(servers, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    url = servers.here.url
+    result = run_cli("-s", "--trace-ascii", "trace.txt", url + "/echo", url + "/custom")
+    assert (result.returncode, result.stdout) == (0, b"GET /echo\nfine\n")
+    sent = [line for line in (tmp_path / "trace.txt").read_text().splitlines()
+            if line.startswith("0000: GET ") and line.endswith(" HTTP/1.1")]
+    assert sent == ["0000: GET /echo HTTP/1.1", "0000: GET /custom HTTP/1.1"]
+
+
+def test_limit_rate_paces_a_file_upload_too(tmp_path, monkeypatch):
+    """curl's --limit-rate holds for uploads as for downloads: each read of the file waits
+    until those before it had their time (time.sleep is watched, not waited for)."""
+    path = tmp_path / "up.bin"
+    path.write_bytes(bytes(3000))
+    waits = []
+    monkeypatch.setattr(rest_client.time, "sleep", waits.append)
+    body = rest_client.paced(open(str(path), "rb"), {"limit_rate": "1k"})
+    assert rest_client.file_size(body) == 3000  # still sent with its Content-Length
+    assert [len(body.read(1024)) for _ in range(4)] == [1024, 1024, 952, 0]
+    assert [round(wait) for wait in waits] == [0, 1, 2, 3]
+    body.seek(0)  # sent again, after a 307: its pace starts again
+    assert len(body.read(1024)) == 1024 and round(waits[-1]) == 0
+    body.close()
+
+
+# -- c-safe: a client that trusts no server with its memory or its time --------------------
+
+class LyingServer:
+    """A server on 127.0.0.1 that reads each request's head, then lets lie(connection,
+    stopped) answer: dripped, endless or a bomb. Every lie ends when stopped is set, so a
+    test that gave up leaves no thread writing."""
+
+    def __init__(self, lie):
+        self.lie, self.stopped = lie, threading.Event()
+        self.listener = socket.socket()
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(8)
+        self.authority = "127.0.0.1:%d" % self.listener.getsockname()[1]
+        self.url = "http://" + self.authority
+        threading.Thread(target=self.accept, daemon=True).start()
+
+    def accept(self):
+        while True:
+            try:
+                connection, _ = self.listener.accept()
+            except OSError:  # closed: the test is over
+                return
+            threading.Thread(target=self.serve, args=(connection,), daemon=True).start()
+
+    def serve(self, connection):
+        with connection, connection.makefile("rb") as stream:
+            try:
+                while CountingServer.read_request_head(stream) is not None:
+                    self.lie(connection, self.stopped)
+            except OSError:  # the client gave up and closed the connection
+                pass
+
+    def close(self):
+        self.stopped.set()
+        self.listener.close()
+
+
+@pytest.fixture
+def lying():
+    """Make LyingServers, stopped and with the client's kept connections closed after."""
+    servers = []
+
+    def make(lie):
+        servers.append(LyingServer(lie))
+        return servers[-1]
+
+    yield make
+    rest_client.close()
+    for server in servers:
+        server.close()
+
+
+def dripped(data, every=0.3, head=b""):
+    """A lie that sends the head at once, then data one byte at a time, every so often."""
+    def lie(connection, stopped):
+        connection.sendall(head)
+        for byte in data:
+            if stopped.wait(every):
+                return
+            connection.sendall(bytes([byte]))
+    return lie
+
+
+def endless_continues(connection, stopped):
+    """A lie that sends 100 Continue, again and again (for 10 s at most)."""
+    for _ in range(200):
+        connection.sendall(b"HTTP/1.1 100 Continue\r\n\r\n")
+        if stopped.wait(0.05):
+            return
+
+
+def endless_chunks(connection, stopped):
+    """A lie that sends a chunked body that never ends."""
+    connection.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+    chunk = b"10000\r\n" + b"x" * 0x10000 + b"\r\n"
+    while not stopped.is_set():
+        connection.sendall(chunk)
+
+
+def gzip_of_zeros(mebibytes):
+    """A gzip stream of that many MiB of zeros, made in milliseconds: after a full flush
+    deflate starts afresh, so each MiB compresses to the same bytes, made once."""
+    zeros, crc = bytes(MIB), 0
+    engine = zlib.compressobj(9, zlib.DEFLATED, -zlib.MAX_WBITS)
+    mebibyte = engine.compress(zeros) + engine.flush(zlib.Z_FULL_FLUSH)
+    for _ in range(mebibytes):
+        crc = zlib.crc32(zeros, crc)
+    return (b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff" + mebibyte * mebibytes + b"\x03\x00"
+            + crc.to_bytes(4, "little") + (mebibytes * MIB).to_bytes(4, "little"))
+
+
+BOMB_MIB = 32
+
+
+@pytest.fixture(scope="module")
+def bomb():
+    """A lie that sends a small gzip reply (about 33 KB) that decodes to 32 MiB."""
+    data = gzip_of_zeros(BOMB_MIB)
+    head = (b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: %d\r\n"
+            b"Content-Type: application/octet-stream\r\n\r\n" % len(data))
+    def lie(connection, stopped):
+        connection.sendall(head + data)
+
+    lie.data = data
+    return lie
+
+
+def timed_send(request, **options):
+    """send()'s result and the seconds it took."""
+    started = time.monotonic()
+    result = send(request, **options)
+    return result, time.monotonic() - started
+
+
+@pytest.mark.parametrize("lie", [
+    dripped(b"HTTP/1.1 200 OK\r\nX-Drip: " + b"x" * 40 + b"\r\n\r\n"),
+    endless_continues], ids=["dripped head", "endless 100 Continue"])
+def test_a_head_that_never_ends_is_a_timeout_within_the_timeout(lying, lie):
+    server = lying(lie)
+    (resp, err), elapsed = timed_send(Request("GET", server.url + "/"), timeout=0.5)
+    assert resp is None and isinstance(err, rest_client.Timeout)
+    assert str(err) == "no reply from %s within the time allowed" % server.authority
+    assert elapsed < 1.5
+
+
+# A body whose first chunk's size line never ends: its extension (RFC 9112 §7.1.1) dripped
+DRIPPED_BODY = dripped(b"5;" + b"x" * 40, every=0.05,
+                       head=b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+
+
+def test_a_dripped_body_is_a_timeout_that_says_the_reply_was_cut_short(lying):
+    server = lying(DRIPPED_BODY)
+    (resp, err), elapsed = timed_send(Request("GET", server.url + "/"), timeout=0.5)
+    assert resp is None and isinstance(err, rest_client.Timeout)
+    assert str(err) == ("the reply from %s was cut short: the rest of its body did not come "
+                        "within the time allowed" % server.authority)
+    assert elapsed < 1.5
+
+
+def test_a_gzip_bomb_kept_in_memory_stops_at_max_body(lying, bomb):
+    server = lying(bomb)
+    (resp, err), peak = with_peak_memory(
+        lambda: send(Request("GET", server.url + "/bomb"), max_body=8 * MIB))
+    assert resp is None and isinstance(err, rest_client.ReplyTooLarge)
+    assert isinstance(err, rest_client.TransferError)
+    assert str(err) == ("the reply from %s/bomb is larger than max_body allows (8388608 "
+                        "bytes)" % server.url)
+    assert peak < 8 * MIB + 3 * MIB
+
+
+def test_an_endless_chunked_body_stops_at_max_body(lying):
+    server = lying(endless_chunks)
+    client = rest_client.Client(max_body=4 * MIB)
+    (resp, err), peak = with_peak_memory(lambda: client.send(Request("GET", server.url + "/")))
+    client.close()
+    assert resp is None and isinstance(err, rest_client.ReplyTooLarge)
+    assert str(err) == ("the reply from %s/ is larger than max_body allows (4194304 bytes)"
+                        % server.url)
+    assert peak < 4 * MIB + 3 * MIB
+
+
+def announced(length):
+    """A lie that announces a body of that length, and sends none of it."""
+    def lie(connection, stopped):
+        connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % length)
+        stopped.wait(10)
+    return lie
+
+
+def test_max_body_is_64_mib_by_default(lying):
+    server = lying(announced(64 * MIB + 1))
+    resp, err = send(Request("GET", server.url + "/"))
+    assert resp is None and isinstance(err, rest_client.ReplyTooLarge)
+    assert str(err) == ("the reply from %s/ is larger than max_body allows (67108864 bytes)"
+                        % server.url)
+
+
+def test_max_body_counts_the_bytes_after_decoding(counting):
+    body = bytes(range(256)) * 4096  # 1 MiB
+    server = counting(lambda number, request: answer(gzip.compress(body), headers=[
+        "Content-Encoding: gzip"]))
+    resp, err = send(Request("GET", server.url + "/"), max_body=MIB)
+    assert err is None and resp.content == body
+    resp, err = send(Request("GET", server.url + "/"), max_body=MIB - 1)
+    assert resp is None and isinstance(err, rest_client.ReplyTooLarge)
+
+
+def test_a_length_above_max_body_is_refused_before_its_body_is_read(lying):
+    server = lying(announced(1 << 30))
+    (resp, err), elapsed = timed_send(Request("GET", server.url + "/"), max_body=MIB)
+    assert resp is None and isinstance(err, rest_client.ReplyTooLarge)
+    assert elapsed < 0.5
+
+
+def test_a_gzip_bomb_saved_to_a_file_streams_under_64_mb(lying, bomb, tmp_path):
+    server = lying(bomb)
+    target = str(tmp_path / "zeros.bin")
+    (resp, err), peak = with_peak_memory(
+        lambda: send(Request("GET", server.url + "/"), save_to=target))
+    assert err is None and (resp.status_code, resp.saved_size) == (200, BOMB_MIB * MIB)
+    assert os.path.getsize(target) == BOMB_MIB * MIB  # the gzip's own check of its length
+    assert peak < 8 * MIB
+
+
+def test_max_body_given_bounds_a_body_saved_to_a_file_too(lying, tmp_path):
+    server = lying(endless_chunks)
+    target = tmp_path / "endless.bin"
+    resp, err = send(Request("GET", server.url + "/"), save_to=str(target), max_body=2 * MIB)
+    assert resp is None and isinstance(err, rest_client.ReplyTooLarge)
+    assert os.listdir(str(tmp_path)) == []  # no half-written file
+
+
+@pytest.mark.parametrize("lengths", ["Content-Length: 5\r\nContent-Length: 6",
+                                     "Content-Length: 5, 6"])
+def test_conflicting_content_lengths_are_an_error_value(counting, lengths):
+    server = counting(lambda number, request: (
+        b"HTTP/1.1 200 OK\r\n%s\r\n\r\nhello!" % lengths.encode(), CLOSE))
+    resp, err = send(Request("GET", server.url + "/"))
+    assert resp is None and isinstance(err, rest_client.MalformedReply)
+    assert str(err) == ("the reply from %s has conflicting Content-Length values (5 and 6): "
+                        "where its body ends cannot be known" % server.url[7:])
+
+
+@pytest.mark.parametrize("lengths", ["Content-Length: 5\r\nContent-Length: 5",
+                                     "Content-Length: 5, 5"])
+def test_repeated_content_lengths_that_agree_are_one_length(counting, lengths):
+    server = counting(lambda number, request: b"HTTP/1.1 200 OK\r\n%s\r\n\r\nhello" % (
+        lengths.encode()))
+    resp, err = send(Request("GET", server.url + "/"), timeout=2)  # not read until it closes
+    assert err is None and resp.body == "hello"
+
+
+@pytest.mark.parametrize("body", [{b"a", b"b"}, frozenset([b"a"])])
+def test_a_set_body_raises_type_error_before_anything_is_sent(scripted, body):
+    count = len(scripted.received)
+    with pytest.raises(TypeError) as raised:
+        send(Request("POST", scripted.url + "/echo", body=body))
+    assert str(raised.value) == ("body must be bytes, str, a dict, a list, a form, a file, an "
+                                 "iterable of bytes or None, not %s" % type(body).__name__)
+    assert len(scripted.received) == count
+
+
+def test_a_reply_too_large_is_not_sent_again(lying):
+    calls = []
+    server = lying(lambda connection, stopped: (calls.append(1), endless_chunks(
+        connection, stopped)))
+    resp, err = send(Request("GET", server.url + "/"), max_body=MIB, retries=2)
+    assert isinstance(err, rest_client.ReplyTooLarge) and len(calls) == 1
+
+
+def test_cli_an_error_after_the_head_says_the_reply_is_incomplete(lying):
+    server = lying(DRIPPED_BODY)
+    result = run_cli("GET", server.url + "/", "--timeout", "0.3")
+    assert (result.returncode, result.stdout) == (3, b"")
+    assert result.stderr == ("rest_client: incomplete reply: the reply from %s was cut short: "
+                             "the rest of its body did not come within the time allowed\n"
+                             % server.authority).encode()
+
+
+def test_codings_on_codings_decode_however_the_bytes_arrive(lying):
+    body = gzip.compress(deflated(b"hello", -zlib.MAX_WBITS))  # bare deflate, then gzip
+    server = lying(dripped(body, every=0.002, head=b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n"
+                           b"Content-Encoding: deflate, gzip\r\n\r\n" % len(body)))
+    resp, err = send(Request("GET", server.url + "/"), timeout=5)
+    assert err is None and resp.body == "hello"
+
+
+def test_a_bomb_in_two_codings_stops_at_max_body_too(lying, bomb):
+    twice = gzip.compress(bomb.data)
+    server = lying(lambda connection, stopped: connection.sendall(
+        b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\nContent-Encoding: gzip, gzip\r\n\r\n"
+        % len(twice) + twice))
+    (resp, err), peak = with_peak_memory(
+        lambda: send(Request("GET", server.url + "/"), max_body=4 * MIB))
+    assert resp is None and isinstance(err, rest_client.ReplyTooLarge)
+    assert peak < 4 * MIB + 3 * MIB
+
+
 # -- c-cli-a: curl's globs, -w's variables, TLS after a redirect, retries, resume, bytes ------
 
 def echoed(*paths):
@@ -3942,7 +4482,7 @@ def test_cli_a_glob_curl_cannot_read_is_its_error_3_and_nothing_is_sent(servers,
                              + "\n").encode()
 
 
-def test_cli_globoff_sends_brackets_and_braces_as_written(servers):
+def test_cli_globoff_sends_brackets_as_written(servers):
     result = run_cli("-s", "-g", servers.here.url + "/echo/[1-2]?ids[]=1")
     assert (result.returncode, result.stdout) == (0, b"GET /echo/[1-2]?ids[]=1\n")
 
@@ -3996,6 +4536,19 @@ CURL_LINES.extend(lines(
     # -H @FILE: a header a line
     "-s -H @headers.txt -H 'X-Last: 3' $URL/echo",
     "-s -H @missing.txt -H 'X-Last: 3' $URL/echo",
+    "-sL -d a=1 -o out.txt -w '%{method} %{num_redirects}' $URL/redirect/303",
+    "-s -o out.txt -w '%{url} %{url_effective}' 127.0.0.1:$PORT/echo",
+    "-sI -o out.txt -w '%{size_download} %{size_header} %{num_headers}' $URL/echo",
+    "-s -x $OTHER -o out.txt -w '%{remote_ip}:%{remote_port} %{http_connect} "
+    "%{num_connects}' $URL/echo",
+    "-sf -o out.txt -w '%{http_code} %{exitcode} %{errormsg}' $URL/status/404",
+    "-sL --max-redirs 1 -o out.txt -w '%{http_code} %{num_redirects} %{redirect_url} "
+    "%{exitcode} %{url_effective}' $URL/loop",
+    "-s -o out.txt -w '[%{remote_ip}][%{local_ip}][%{scheme}][%{num_connects}]"
+    "[%{size_header}][%{http_version}][%{content_type}]' $REFUSED/",
+    "-s -o 'fmt_#1.txt' -w @fmt.txt '$URL/files/{report.csv,data.bin}'",
+    "-s -o out.txt -w @missing.txt $URL/echo",
+    piped("-s -o 'p_#1.txt' -w @- '$URL/echo/{a,b}'", b"%{http_code} %{url}\\n"),
 ))
 
 INPUTS["headers.txt"] = b"X-One: 1\r\nX-Two:  two\n\nAccept: text/plain\nUser-Agent:\n"
@@ -4005,14 +4558,16 @@ INPUTS["whole.bin"] = DATA_BIN  # for -C -: all of data.bin is there already
 @pytest.mark.parametrize("trust", [["--cacert", "ca.pem"], ["--capath", "cas"], ["-k"]])
 def test_cli_tls_settings_follow_a_redirect_from_http_to_https(scripted, tls, pki, trust):
     trust = [{"ca.pem": pki.ca_pem, "cas": pki.cas}.get(word, word) for word in trust]
-    result = run_cli("-fsSL", *trust + [scripted.url + "/redirect/302?to=" + tls.url + "/echo"])
+    url = scripted.url + "/redirect/302?to=" + tls.url + "/echo"
+    result = run_cli("-fsSL", *trust + [url])
     assert (result.returncode, result.stderr) == (0, b"")
     assert json.loads(result.stdout) == ECHO_GET
 
 
 def test_cli_a_client_certificate_follows_a_redirect_to_https(scripted, mutual_tls, pki):
+    url = scripted.url + "/redirect/302?to=" + mutual_tls.url + "/echo"
     result = run_cli("-fsSL", "--cacert", pki.ca_pem, "--cert", pki.client_pem, "--key",
-                     pki.client_key, scripted.url + "/redirect/302?to=" + mutual_tls.url + "/echo")
+                     pki.client_key, url)
     assert (result.returncode, json.loads(result.stdout)) == (0, ECHO_GET)
 
 
@@ -4145,7 +4700,8 @@ def test_cli_each_upload_goes_with_its_url_and_a_glob_uploads_each_file(servers,
 
 def test_cli_headers_from_standard_input_one_a_line(servers):
     reset(servers)
-    result = run_cli("-s", "-H", "@-", servers.here.url + "/echo", stdin=b"X-A: 1\r\n\r\nX-B: 2")
+    result = run_cli("-s", "-H", "@-", servers.here.url + "/echo",
+                     stdin=b"X-A: 1\r\n\r\nX-B: 2")
     assert result.returncode == 0
     assert [(name, value) for name, value in servers.received[-1]["headers"]
             if name.startswith("X-")] == [("X-A", "1"), ("X-B", "2")]
@@ -4171,6 +4727,47 @@ def test_cli_write_out_says_what_it_cannot_know_of_https_rather_than_a_wrong_val
     assert result.stderr == (b"rest_client: warning: -w %{ssl_verify_result}: -k checks no "
                              b"certificate\nrest_client: warning: -w %{num_certs}: the client "
                              b"does not show the chain\n")
-    result = run_cli("-s", "--cacert", pki.ca_pem, "-o", "-", "-w", "%{json}", tls.url + "/echo")
+    result = run_cli("-s", "--cacert", pki.ca_pem, "-o", "-", "-w", "%{json}",
+                     tls.url + "/echo")
     values = json.loads(result.stdout.split(b"}", 1)[1])
-    assert (values["certs"], values["num_certs"], values["ssl_verify_result"]) == (None, None, 0)
+    assert (values["certs"], values["num_certs"], values["ssl_verify_result"]) == (
+        None, None, 0)
+
+
+# -- c-merged: the client's three branches as one ----------------------------------------------
+
+def test_max_filesize_is_the_clients_max_body():
+    """--max-filesize is one limit, the library's: ReplyTooLarge, curl's exit 63."""
+    line = rest_client.parse_curl_line(["--max-filesize", "1k", "http://127.0.0.1:1/"])
+    assert rest_client.curl_settings(line, None)["max_body"] == 1024
+    assert rest_client.exit_status_of(rest_client.ReplyTooLarge("x")) == 63
+    assert not hasattr(rest_client, "FileTooLarge")
+
+
+CURL_LINES.extend(lines(
+    # the branches' options together: -D with a glob, --max-filesize on each URL it stands
+    # for, --limit-rate pacing each file a -T glob uploads
+    "-s -D - -o 'out_#1.txt' '$URL/echo/{a,b}'",
+    "-s --max-filesize 1k -w '%{exitcode} %{size_download}\\n' "
+    "'$URL/files/{report.csv,data.bin}'",
+    "-s --limit-rate 1M -T '{doc,data}.txt' $URL/upload/",
+))
+
+
+def test_trace_ascii_is_a_trace_that_write_out_reads(servers, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = run_cli("-s", "--trace-ascii", "trace.txt", "-w", " %{num_connects} %{http_code}",
+                     servers.here.url + "/echo")
+    assert (result.returncode, result.stdout, result.stderr) == (0, b"GET /echo\n 1 200", b"")
+    assert "0000: GET /echo HTTP/1.1" in (tmp_path / "trace.txt").read_text().splitlines()
+
+
+def test_a_glob_curl_cannot_read_is_said_in_the_stderr_file(servers, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    url = servers.here.url + "/echo/[1-3"
+    result = run_cli("-sS", "--stderr", "errors.txt", url)
+    assert (result.returncode, result.stdout, result.stderr) == (3, b"", b"")
+    column = len(url)
+    assert (tmp_path / "errors.txt").read_text() == (
+        "rest_client: (3) bad range in URL position %d:\n%s\n%*s^\n" % (column, url,
+                                                                       column - 1, " "))
