@@ -6038,10 +6038,14 @@ class FastDbFile(DbFile):
         return pieces
 
     def item_texts(self, resource, items):
-        """The text of each item as the file holds it, in order; the caller locks."""
+        """The text of each item as the file holds it, in order; the caller locks. An item
+        given ABSENT for a field a write added keeps its text: a new key in a PATCH to one
+        of 50,000 posts took 1.7 s more than another PATCH, making every text anew."""
         kept, texts = self.texts.setdefault(resource.collection, {}), []
         for item in items:
             text = kept.get(item.id)
+            if text is not None and text[0] is not item and same_values(text[0], item):
+                text = kept[item.id] = (item, text[1])
             if text is None or text[0] is not item:  # the item itself: never a stale text
                 text = kept[item.id] = (item, indented_json(item_document(resource, item),
                                                             4 - 2 * resource.singular))
@@ -6058,6 +6062,14 @@ class FastDbFile(DbFile):
             for start in range(0, len(items), 500):
                 with store.lock:
                     self.item_texts(store.resource, items[start:start + 500])
+
+
+def same_values(old, new):
+    """Whether an item holds the very values of an older one, then ABSENT for the fields
+    added since: its text in the file is the older one's."""
+    added = len(new) - len(old)  # tuple.count compares ABSENT, an object(), by identity
+    return added > 0 and new[-1 - added:-1].count(ABSENT) == added and all(
+        map(operator.is_, old[:-1], new))
 
 
 def indented_json(document, margin):
