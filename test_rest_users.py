@@ -8993,3 +8993,21 @@ def test_readers_see_each_item_whole_while_writers_add_fields(tmp_path):
                                                                  expected(2, 16)]
     finally:
         stop_server(running)
+
+
+def test_a_files_xml_write_adds_a_key_as_text_and_xsi_nil_removes_one(tmp_path):
+    running, path = file_server(tmp_path)
+    xml = {"Content-Type": "application/xml", "Accept": "application/xml"}
+    try:
+        reply = call(running, "POST", "/posts", "<post><title>x</title><likes>3</likes></post>",
+                     xml)
+        assert (reply.status, reply.body) == (
+            201, b"<post><id>3</id><title>x</title><likes>3</likes></post>")
+        reply = call(running, "PATCH", "/posts/1", '<post xmlns:xsi="http://www.w3.org/2001/'
+                     'XMLSchema-instance"><author xsi:nil="true"/></post>', xml)
+        assert (reply.status, reply.body) == (
+            200, b"<post><id>1</id><title>json-server</title></post>")
+        assert json.loads(read_back(path).decode())["posts"][::2] == [
+            {"id": 1, "title": "json-server"}, {"id": 3, "title": "x", "likes": "3"}]
+    finally:
+        stop_server(running)
