@@ -3830,7 +3830,7 @@ def opened_fields(resource, pairs):
     another type widened to hold both; a reference stays an integer (its 422 says why)."""
     fields = collections.OrderedDict((field.name, field) for field in resource.fields)
     for name, value in pairs:
-        if name == "id" or not is_none(value) and check_json(value):  # validate says what
+        if name == "id" or isinstance(value, XmlValue):  # not JSON: validate says why
             continue
         field, kind = fields.get(name), json_type([] if is_none(value) else [value])
         if field is None:
@@ -3866,7 +3866,8 @@ class FileHandler(UsersHandler):
         if self.resource.open_fields:
             if self.command == "PATCH":  # a merge patch's null removes the key (RFC 7396 §2)
                 pairs = [(name, ABSENT if value is None else value) for name, value in pairs]
-            self.resource = self.store.admit(pairs)
+            store = self.server.stores[self.resource.collection]  # not a problem-only
+            self.resource = store.admit(pairs)  # client's: a field added changes no item
         if self.command != "POST":
             return pairs
         ids = [value for name, value in pairs if name == "id"]

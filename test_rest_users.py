@@ -9011,3 +9011,16 @@ def test_a_files_xml_write_adds_a_key_as_text_and_xsi_nil_removes_one(tmp_path):
             {"id": 1, "title": "json-server"}, {"id": 3, "title": "x", "likes": "3"}]
     finally:
         stop_server(running)
+
+
+def test_a_problem_only_clients_write_of_a_new_key_to_a_file_is_406_and_changes_nothing(
+        tmp_path):
+    running, path = file_server(tmp_path)
+    try:
+        reply = call(running, "POST", "/posts", {"likes": 3},
+                     {"Accept": "application/problem+json"})
+        assert_problem(reply, 406)
+        assert read_back(path) == json.dumps(TYPICODE).encode()
+        assert item_ids(call(running, "GET", "/posts")) == [1, 2]
+    finally:
+        stop_server(running)
