@@ -3866,8 +3866,7 @@ class FileHandler(UsersHandler):
         if self.resource.open_fields:
             if self.command == "PATCH":  # a merge patch's null removes the key (RFC 7396 §2)
                 pairs = [(name, ABSENT if value is None else value) for name, value in pairs]
-            store = self.server.stores[self.resource.collection]  # not a problem-only
-            self.resource = store.admit(pairs)  # client's: a field added changes no item
+            self.resource = self.admit(pairs)
         if self.command != "POST":
             return pairs
         ids = [value for name, value in pairs if name == "id"]
@@ -3876,6 +3875,17 @@ class FileHandler(UsersHandler):
             raise Invalid(self.resource, [("id", problem)])
         GIVEN_ID.value = ids[0] if len(ids) == 1 else None  # twice: validate's 422
         return [pair for pair in pairs if pair[0] != "id" or len(ids) > 1]
+
+    def admit(self, pairs):
+        """The file's resource, given the fields a body's keys and values need, which the
+        API description then shows; the store's, not a problem-only client's (no item
+        changes)."""
+        store = self.server.stores[self.resource.collection]
+        with store.lock:
+            resource = store.admit(pairs)
+            if resource is not self.resource:  # its routes, which the description reads
+                self.server.serve(self.server.stores.values())
+            return resource
 
     def get_db(self):
         """GET /db: every resource's items, in JSON, as json-server's db.json holds them."""
@@ -5725,15 +5735,17 @@ def described_field(field):
     """A field's JSON Schema, with its example; an optional field's none is null in JSON
     (a type list, JSON Schema 2020-12 as OpenAPI 3.1 reads it) and no element in XML."""
     schema = dict(field_schema(field), examples=[example_of(field)])
-    if not field.required and field.default is None and "type" in schema:  # json: any
+    if not field.required and is_none(field.default) and "type" in schema:  # json: any
         schema["type"] = [schema["type"], "null"]
     return schema
 
 
 def item_schema(resource, properties, required, example, **more):
-    """An item with these properties and no other, named in XML as the core names it."""
+    """An item with these properties and no other (a file's: any other too), named in XML as
+    the core names it."""
     tag = item_element(resource, new_item(resource, 1, {})).tag  # read off what it renders
-    schema = dict({"type": "object", "properties": properties, "additionalProperties": False,
+    schema = dict({"type": "object", "properties": properties,
+                   "additionalProperties": resource.open_fields,
                    "xml": {"name": tag}, "examples": [example]}, **more)
     if required:
         schema["required"] = required

@@ -9024,3 +9024,27 @@ def test_a_problem_only_clients_write_of_a_new_key_to_a_file_is_406_and_changes_
         assert item_ids(call(running, "GET", "/posts")) == [1, 2]
     finally:
         stop_server(running)
+
+
+def test_a_files_new_key_nested_too_deep_is_the_422_that_says_so(tmp_path):
+    running, path = file_server(tmp_path)
+    try:
+        reply = call(running, "POST", "/posts", {"title": "t", "deep": json.loads(
+            "[" * 102 + "]" * 102)})
+        assert assert_problem(reply, 422)["errors"] == [{"field": "deep",
+                                                          "message": rest_users.TOO_DEEP}]
+        assert read_back(path) == json.dumps(TYPICODE).encode()
+    finally:
+        stop_server(running)
+
+
+def test_the_api_description_shows_a_files_added_field_and_takes_any_other(tmp_path):
+    running, path = file_server(tmp_path)
+    try:
+        assert call(running, "PATCH", "/posts/1", {"likes": 3}).status == 200
+        post = call(running, "GET", "/openapi.json").json()["components"]["schemas"]["Post"]
+        assert (post["properties"]["likes"], post["additionalProperties"]) == (
+            {"type": ["integer", "null"], "examples": [3]}, True)
+        assert post["required"] == ["id"]
+    finally:
+        stop_server(running)
