@@ -3775,10 +3775,11 @@ class FileKeptStore(ResettableMemoryStore):
 
     def serve_fields(self, fields):
         """Serve a resource with these fields from now on, every item given ABSENT for the
-        fields added, so that its values stay where the resource says (the caller locks)."""
+        fields added (or cut to those kept), so that its values stay where the resource
+        says (the caller locks)."""
         old, last_id, changes = self.resource, self.last_id, self.changes
-        added = (ABSENT,) * (len(fields) - len(old.fields))
-        items = [Item(item[:-1] + added + item[-1:]) for item in self.items.values()]
+        added, width = (ABSENT,) * max(0, len(fields) - len(old.fields)), len(fields) + 1
+        items = [Item((item[:-1] + added)[:width] + item[-1:]) for item in self.items.values()]
         self.resource = self.db_file.opened(type(old)(old.collection, fields, item=old.item))
         self.start(items)
         self.last_id, self.changes = last_id, changes + 1  # no page kept from before
@@ -3882,10 +3883,29 @@ class FileHandler(UsersHandler):
         changes)."""
         store = self.server.stores[self.resource.collection]
         with store.lock:
-            resource = store.admit(pairs)
-            if resource is not self.resource:  # its routes, which the description reads
+            fields, resource = store.resource.fields, store.admit(pairs)
+            if resource.fields != fields:  # its routes, which the description reads
+                self.added_fields = store, fields, resource, store.changes
                 self.server.serve(self.server.stores.values())
             return resource
+
+    def route_request(self):
+        """The request, after which a write refused once its body gave its resource fields
+        leaves none: a 404 or 412 with a new key or type changes nothing."""
+        self.added_fields = None
+        try:
+            super().route_request()
+        except ApiError:
+            if self.added_fields:
+                self.take_back(*self.added_fields)
+            raise
+
+    def take_back(self, store, fields, resource, changes):
+        """Serve the fields a refused write found again, unless a write was made since."""
+        with store.lock:
+            if store.resource is resource and store.changes == changes:
+                store.serve_fields(fields)
+                self.server.serve(self.server.stores.values())
 
     def get_db(self):
         """GET /db: every resource's items, in JSON, as json-server's db.json holds them."""

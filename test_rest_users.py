@@ -9048,3 +9048,18 @@ def test_the_api_description_shows_a_files_added_field_and_takes_any_other(tmp_p
         assert post["required"] == ["id"]
     finally:
         stop_server(running)
+
+
+def test_a_refused_write_leaves_a_files_fields_as_they_were(tmp_path):
+    running, path = file_server(tmp_path)
+    try:
+        assert call(running, "PUT", "/posts/9", {"title": 7, "likes": 1}).status == 404
+        assert_problem(call(running, "POST", "/comments", {"postId": 9, "likes": 1}), 422)
+        assert item_ids(call(running, "GET", "/posts?title=json-server")) == [1]  # a string
+        assert_problem(call(running, "GET", "/comments?likes=1"), 400)  # no such field
+        post = call(running, "GET", "/openapi.json").json()["components"]["schemas"]["Post"]
+        assert list(post["properties"]) == ["id", "title", "author"]
+        reply = call(running, "PATCH", "/posts/1", {"likes": 1})  # the next write adds it
+        assert (reply.status, reply.json()["likes"]) == (200, 1)
+    finally:
+        stop_server(running)
