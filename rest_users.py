@@ -3853,7 +3853,9 @@ def widened(kind, other):
 
 class FileHandler(UsersHandler):
     """UsersHandler with json-server's GET /db: the whole API, as the file holds it; and
-    with a file, the id a POST may give."""
+    with a file, the id a POST may give and the fields its keys need."""
+
+    added_fields = None  # (store, its fields before, the resource after, its changes then)
 
     def read_item_body(self, merge_patch=False):
         """With a file, a POST's id of the collection's kind is the new item's, as
@@ -3889,19 +3891,17 @@ class FileHandler(UsersHandler):
                 self.server.serve(self.server.stores.values())
             return resource
 
-    def route_request(self):
-        """The request, after which a write refused once its body gave its resource fields
-        leaves none: a 404 or 412 with a new key or type changes nothing."""
-        self.added_fields = None
-        try:
-            super().route_request()
-        except ApiError:
-            if self.added_fields:
-                self.take_back(*self.added_fields)
-            raise
+    def send_problem(self, error):
+        """The problem, once a write refused after its body gave its resource fields has
+        taken them back: a 404 or 412 with a new key or type changes nothing."""
+        added, self.added_fields = self.added_fields, None
+        if added:
+            self.take_back(*added)
+        super().send_problem(error)
 
     def take_back(self, store, fields, resource, changes):
-        """Serve the fields a refused write found again, unless a write was made since."""
+        """Serve the fields a refused write found again, unless a write was made since (as
+        the one that gave them was, if it was answered)."""
         with store.lock:
             if store.resource is resource and store.changes == changes:
                 store.serve_fields(fields)
