@@ -3762,8 +3762,8 @@ def test_a_field_added_to_the_table_gains_its_column_in_an_older_db_file(phone_u
 
 # A learner changes one decision of the core in each place it is made, once
 CORE_DECISIONS = [  # (what the core says, what the learner makes it say)
-    ('    return dict(zip(resource.columns, item[resource.shown:]))',  # the JSON shape: one more key
-     '    return dict(zip(resource.columns, item[resource.shown:]), kind=resource.item)'),
+    ('    return dict(pairs)\n',  # the JSON shape: one more key
+     '    return dict(pairs, kind=resource.item)\n'),
     ('    return xml_element(resource.item, item_document(resource, item)',  # the XML element
      '    return xml_element("person", item_document(resource, item)'),
     ("        return value in values",  # a rule of the list's filter: names in any case
@@ -4353,7 +4353,7 @@ def test_the_core_names_nothing_that_only_the_appendices_define():
     # runs the README's session; items hold any key as a field; the json type,
     # --fake-users' people, singular resources and the index of unique values are the
     # appendices': a book read in one sitting
-    assert len(source.splitlines()) <= 1381
+    assert len(source.splitlines()) <= 1390
     assert names_used_but_not_bound(source) == set()
 
 
@@ -8916,3 +8916,202 @@ def test_version_says_which_release_as_json_servers_does(capsys):
         with pytest.raises(SystemExit) as exited:
             rest_users.parse_arguments([option])
         assert (exited.value.code, capsys.readouterr().out) == (0, "rest_users 1.0\n")
+
+
+# -- s-open: a file's resources take any key a write brings, and each item keeps its own --
+
+def test_a_files_post_needs_no_key_that_all_items_share(tmp_path, variant):
+    running, path = file_server(tmp_path, variant=variant)
+    try:
+        reply = call(running, "POST", "/comments", {"postId": 1})
+        assert (reply.status, reply.json()) == (201, {"id": 2, "postId": 1})
+        reply = call(running, "GET", "/comments/2", headers={"Accept": "application/xml"})
+        assert reply.body == b"<comment><id>2</id><postId>1</postId></comment>"
+        reply = call(running, "POST", "/posts", {"title": None})  # a null given is kept
+        assert (reply.status, reply.json()) == (201, {"id": 3, "title": None})
+        assert json.loads(read_back(path).decode())["comments"][1] == {"id": 2, "postId": 1}
+        assert json.loads(read_back(path).decode())["posts"][2] == {"id": 3, "title": None}
+    finally:
+        stop_server(running)
+
+
+def test_a_files_new_key_becomes_a_field_typed_by_its_value(tmp_path, variant):
+    running, path = file_server(tmp_path, variant=variant)
+    try:
+        reply = call(running, "PATCH", "/posts/1", {"likes": 3})
+        assert (reply.status, reply.json()) == (200, {"id": 1, "title": "json-server",
+                                                      "author": "typicode", "likes": 3})
+        assert call(running, "GET", "/posts/2").json() == TYPICODE["posts"][1]  # no likes
+        assert item_ids(call(running, "GET", "/posts?likes=3")) == [1]
+        assert item_ids(call(running, "GET", "/posts?_sort=likes&_order=desc")) == [1, 2]
+        assert_problem(call(running, "GET", "/posts?likes=many"), 400)  # an integer's filter
+        expected = json.loads(json.dumps(TYPICODE))
+        expected["posts"][0]["likes"] = 3
+        assert read_back(path) == as_json_server_writes(expected)
+    finally:
+        stop_server(running)
+
+
+def test_a_files_value_of_another_type_widens_its_field(tmp_path, variant):
+    running, path = file_server(tmp_path, variant=variant)
+    try:
+        assert call(running, "PATCH", "/posts/1", {"likes": 3}).status == 200
+        reply = call(running, "PATCH", "/posts/2", {"likes": 2.5})  # integer to number
+        assert (reply.status, reply.json()["likes"]) == (200, 2.5)
+        assert item_ids(call(running, "GET", "/posts?likes_gte=2.6")) == [1]
+        reply = call(running, "POST", "/posts", {"title": 7, "likes": {"by": ["ann"]}})
+        assert (reply.status, reply.json()) == (201, {"id": 3, "title": 7,
+                                                      "likes": {"by": ["ann"]}})
+        reply = call(running, "GET", "/posts/3", headers={"Accept": "application/xml"})
+        assert reply.body == (b'<post><id>3</id><title type="number">7</title><likes type='
+                              b'"object"><by type="array"><item>ann</item></by></likes></post>')
+        assert json.loads(read_back(path).decode())["posts"][2] == reply_json(running, 3)
+    finally:
+        stop_server(running)
+
+
+def reply_json(running, post_id):
+    return call(running, "GET", "/posts/%d" % post_id).json()
+
+
+def test_a_files_put_replaces_the_keys_and_a_patchs_null_removes_one(tmp_path, variant):
+    running, path = file_server(tmp_path, variant=variant)
+    try:
+        reply = call(running, "PUT", "/posts/1", {"title": "only"})
+        assert (reply.status, reply.json()) == (200, {"id": 1, "title": "only"})
+        reply = call(running, "PATCH", "/posts/2", {"author": None, "tags": ["a"]})
+        assert (reply.status, reply.json()) == (200, {"id": 2, "title": TYPICODE["posts"][1][
+            "title"], "tags": ["a"]})
+        reply = call(running, "PUT", "/profile", {"bio": "hi"})  # without the file's name
+        assert (reply.status, reply.json()) == (200, {"bio": "hi"})
+        written = json.loads(read_back(path).decode())
+        assert (written["posts"][:2], written["profile"]) == (
+            [{"id": 1, "title": "only"}, {"id": 2, "title": TYPICODE["posts"][1]["title"],
+                                          "tags": ["a"]}], {"bio": "hi"})
+    finally:
+        stop_server(running)
+
+
+def test_the_declared_users_keep_their_checks_beside_a_files_open_fields(tmp_path):
+    running = start_server()
+    try:
+        assert_problem(call(running, "POST", "/users", {"name": "Ada"}), 422)
+        user_id = create(running)["id"]
+        assert_problem(call(running, "PATCH", "/users/%d" % user_id, {"likes": 3}), 422)
+    finally:
+        stop_server(running)
+
+
+def test_readers_see_each_item_whole_while_writers_add_fields(tmp_path):
+    running, path = file_server(tmp_path)
+    torn, done = [], threading.Event()
+
+    def add_fields(post_id):  # version v of the post has the keys k1 .. k(v-1)
+        for number in range(1, 16):
+            reply = call(running, "PATCH", "/posts/%d" % post_id, {"k%d_%d" % (post_id, number):
+                                                                   number})
+            assert reply.status == 200, reply.body
+
+    def expected(post_id, version):
+        item = dict(TYPICODE["posts"][post_id - 1])
+        item.update(("k%d_%d" % (post_id, number), number) for number in range(1, version))
+        return item
+
+    def read():
+        while not done.is_set():
+            for post_id in (1, 2):
+                reply = call(running, "GET", "/posts/%d" % post_id)
+                version = int(reply.headers["ETag"].strip('"').split("-")[0])
+                if reply.json() != expected(post_id, version):
+                    torn.append(reply.json())
+            for item in call(running, "GET", "/posts").json():
+                if set(item) - set(expected(item["id"], 16)):
+                    torn.append(item)
+
+    writers = [threading.Thread(target=add_fields, args=(post_id,)) for post_id in (1, 2)]
+    readers = [threading.Thread(target=read) for _ in range(2)]
+    try:
+        for thread in writers + readers:
+            thread.start()
+        for thread in writers:
+            thread.join()
+        done.set()
+        for thread in readers:
+            thread.join()
+        assert torn == []
+        assert [reply_json(running, post_id) for post_id in (1, 2)] == [
+            expected(1, 16), expected(2, 16)]
+        assert json.loads(read_back(path).decode())["posts"] == [expected(1, 16),
+                                                                 expected(2, 16)]
+    finally:
+        stop_server(running)
+
+
+def test_a_files_xml_write_adds_a_key_as_text_and_xsi_nil_removes_one(tmp_path):
+    running, path = file_server(tmp_path)
+    xml = {"Content-Type": "application/xml", "Accept": "application/xml"}
+    try:
+        reply = call(running, "POST", "/posts", "<post><title>x</title><likes>3</likes></post>",
+                     xml)
+        assert (reply.status, reply.body) == (
+            201, b"<post><id>3</id><title>x</title><likes>3</likes></post>")
+        reply = call(running, "PATCH", "/posts/1", '<post xmlns:xsi="http://www.w3.org/2001/'
+                     'XMLSchema-instance"><author xsi:nil="true"/></post>', xml)
+        assert (reply.status, reply.body) == (
+            200, b"<post><id>1</id><title>json-server</title></post>")
+        assert json.loads(read_back(path).decode())["posts"][::2] == [
+            {"id": 1, "title": "json-server"}, {"id": 3, "title": "x", "likes": "3"}]
+    finally:
+        stop_server(running)
+
+
+def test_a_problem_only_clients_write_of_a_new_key_to_a_file_is_406_and_changes_nothing(
+        tmp_path):
+    running, path = file_server(tmp_path)
+    try:
+        reply = call(running, "POST", "/posts", {"likes": 3},
+                     {"Accept": "application/problem+json"})
+        assert_problem(reply, 406)
+        assert read_back(path) == json.dumps(TYPICODE).encode()
+        assert item_ids(call(running, "GET", "/posts")) == [1, 2]
+    finally:
+        stop_server(running)
+
+
+def test_a_files_new_key_nested_too_deep_is_the_422_that_says_so(tmp_path):
+    running, path = file_server(tmp_path)
+    try:
+        reply = call(running, "POST", "/posts", {"title": "t", "deep": json.loads(
+            "[" * 102 + "]" * 102)})
+        assert assert_problem(reply, 422)["errors"] == [{"field": "deep",
+                                                          "message": rest_users.TOO_DEEP}]
+        assert read_back(path) == json.dumps(TYPICODE).encode()
+    finally:
+        stop_server(running)
+
+
+def test_the_api_description_shows_a_files_added_field_and_takes_any_other(tmp_path):
+    running, path = file_server(tmp_path)
+    try:
+        assert call(running, "PATCH", "/posts/1", {"likes": 3}).status == 200
+        post = call(running, "GET", "/openapi.json").json()["components"]["schemas"]["Post"]
+        assert (post["properties"]["likes"], post["additionalProperties"]) == (
+            {"type": ["integer", "null"], "examples": [3]}, True)
+        assert post["required"] == ["id"]
+    finally:
+        stop_server(running)
+
+
+def test_a_refused_write_leaves_a_files_fields_as_they_were(tmp_path):
+    running, path = file_server(tmp_path)
+    try:
+        assert call(running, "PUT", "/posts/9", {"title": 7, "likes": 1}).status == 404
+        assert_problem(call(running, "POST", "/comments", {"postId": 9, "likes": 1}), 422)
+        assert item_ids(call(running, "GET", "/posts?title=json-server")) == [1]  # a string
+        assert_problem(call(running, "GET", "/comments?likes=1"), 400)  # no such field
+        post = call(running, "GET", "/openapi.json").json()["components"]["schemas"]["Post"]
+        assert list(post["properties"]) == ["id", "title", "author"]
+        reply = call(running, "PATCH", "/posts/1", {"likes": 1})  # the next write adds it
+        assert (reply.status, reply.json()["likes"]) == (200, 1)
+    finally:
+        stop_server(running)
