@@ -3731,10 +3731,6 @@ class FileKeptStore(ResettableMemoryStore):
 
     db_file = None  # the DbFile of the server, when it keeps one
 
-    def __init__(self, items=(), resource=USERS, shared=None):
-        self.text_ids = isinstance(resource, TextIdResource)  # else whole numbers
-        super().__init__(items, resource, shared)
-
     def create(self, fields, write=True, check=None):
         """The core's create, saved; items kept in id order, a given id among them."""
         with self.lock:
