@@ -7358,9 +7358,15 @@ class ForeignPage(http.server.BaseHTTPRequestHandler):
         pass
 
 
+class ForeignServer(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    """Serves ForeignPage, a thread a connection: Chromium opens a spare one it may never use."""
+
+    daemon_threads = True
+
+
 def test_a_page_on_another_origin_cannot_reset_the_api_in_a_browser(browser):
     running = start_server(fake_users=3)
-    foreign = http.server.HTTPServer(("127.0.0.1", 0), ForeignPage)
+    foreign = ForeignServer(("127.0.0.1", 0), ForeignPage)
     threading.Thread(target=foreign.serve_forever, args=(0.01,), daemon=True).start()
     try:
         call(running, "DELETE", "/users/3")  # the reset would bring it back
