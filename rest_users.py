@@ -2012,6 +2012,7 @@ TYPES["json"] = Type(check_json, str, None, None, False, add_json_xml, has_xml_n
 
 import collections
 import errno
+import functools
 import itertools
 import mimetypes
 import os
@@ -4280,7 +4281,7 @@ def passes_as_json_server(value, test, values):
     if test in ("eq", "in", "ne"):
         return (text in values) == (test != "ne")
     if test == "like":
-        return re.search(values[0], text, re.IGNORECASE) is not None
+        return like_matches(compile_like(values[0]), text)
     if test in TEXT_TESTS:
         return TEXT_TESTS[test](text.casefold(), values[0].casefold())
     number, wanted = number_from_text(text), number_from_text(values[0])
@@ -4326,6 +4327,10 @@ def check_pattern(name, pattern):
         raise BadQuery("%s is a regular expression with a quantified group inside a quantified "
                        "group, which can take minutes to match; write it without one."
                        % printable(name))
+    try:
+        compile_like(pattern)
+    except ValueError as error:
+        raise BadQuery("%s %s" % (printable(name), error)) from None
 
 
 def has_nested_quantifier(pattern):
@@ -4364,6 +4369,185 @@ def end_of_class(pattern, start):
     while index < len(pattern) and pattern[index] != "]":
         index += 1 + (pattern[index] == "\\")
     return index
+
+
+MAX_REPEAT = 1000  # the largest count a _like's {m,n} may name
+MAX_STEPS = 2000  # a _like's program: its time is at most a value's length times this
+ESCAPE_SOURCE = re.compile(r"\\(?:x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|N\{[^}]*\}"
+                           r"|0[0-7]{0,2}|[0-7]{3}|[1-9][0-9]?|.)", re.DOTALL)
+GROUP_NOT_TAKEN = re.compile(r"\(\?(P=|<=|<!|.)")  # lookarounds, references, flags, comments
+WORD_CHARACTER = re.compile(r"\w").fullmatch
+ASSERTIONS = {  # what holds at a position of a text, without reading a character
+    "^": lambda text, at: at == 0, r"\A": lambda text, at: at == 0,
+    "$": lambda text, at: at == len(text) or at == len(text) - 1 and text[at] == "\n",
+    r"\Z": lambda text, at: at == len(text),
+    r"\b": lambda text, at: is_after_word(text, at) != is_before_word(text, at),
+    r"\B": lambda text, at: is_after_word(text, at) == is_before_word(text, at),
+}
+
+
+def is_after_word(text, at):
+    """Whether the character before a position is a word character, as re's \\w."""
+    return at > 0 and WORD_CHARACTER(text[at - 1]) is not None
+
+
+def is_before_word(text, at):
+    """Whether the character at a position is a word character, as re's \\w."""
+    return at < len(text) and WORD_CHARACTER(text[at]) is not None
+
+
+@functools.lru_cache(maxsize=256)
+def compile_like(pattern):
+    """A _like's regular expression, which re has read, as a program for like_matches: a
+    ValueError for syntax that a matcher without backtracking cannot take."""
+    reader = LikePattern(pattern)
+    reader.alternatives()
+    return tuple(reader.program)
+
+
+def like_matches(program, text):
+    """Whether a program matches somewhere in a text, ignoring case. The states alive are
+    a set, each reading a character once, so the time is the text's length times the
+    program's, whatever the pattern (Thompson 1968; Russ Cox, "Regular Expression Matching
+    Can Be Simple And Fast", 2007); a backtracking matcher such as re can take exponential
+    time, holding the GIL. A new thread starts at each character, as re.search does."""
+    alive = []
+    for at in range(len(text) + 1):
+        alive = reached_from(program, alive + [0], text, at)
+        if len(program) in alive:
+            return True
+        alive = [state + 1 for state in alive
+                 if at < len(text) and program[state][1](text[at]) is not None]
+    return False
+
+
+def reached_from(program, states, text, at):
+    """The states that read a character, or the match (the state past the program),
+    reached from these through splits, jumps and the assertions that hold here."""
+    seen, waiting = set(), list(states)
+    while waiting:
+        state = waiting.pop()
+        if state in seen or state == len(program):
+            seen.add(state)
+            continue
+        seen.add(state)
+        kind, value = program[state]
+        if kind == "split":
+            waiting.extend(value)
+        elif kind == "jump":
+            waiting.append(value)
+        elif kind == "assert" and value(text, at):
+            waiting.append(state + 1)
+    return [state for state in seen if state == len(program) or program[state][0] == "one"]
+
+
+class LikePattern:
+    """A reader of a regular expression into a program of steps (Thompson's construction):
+    ("one", test of a character), ("split", states), ("jump", state), ("assert", test)."""
+
+    def __init__(self, pattern):
+        self.pattern, self.index, self.program = pattern, 0, []
+
+    def not_taken(self, syntax):
+        """The error for syntax that only a backtracking matcher can take."""
+        return ValueError("uses %s, which a _like does not take: it takes literals, ., classes, "
+                          "\\d \\w \\s \\b, anchors, groups, | and quantifiers counting to at "
+                          "most %d." % (syntax, MAX_REPEAT))
+
+    def emit(self, step):
+        """Add a step (None: to be filled in), the program kept small; its index."""
+        if len(self.program) == MAX_STEPS:
+            raise ValueError("is a regular expression of more than %d steps once its repeats "
+                             "are written out; write it with fewer." % MAX_STEPS)
+        self.program.append(step)
+        return len(self.program) - 1
+
+    def alternatives(self):
+        """Read branches separated by |: a split to each, each but the last jumping past."""
+        split, starts, ends = self.emit(None), [], []
+        while True:
+            starts.append(len(self.program))
+            while self.index < len(self.pattern) and self.pattern[self.index] not in "|)":
+                self.piece()
+            if not self.pattern.startswith("|", self.index):
+                break
+            ends.append(self.emit(None))
+            self.index += 1
+        for end in ends:
+            self.program[end] = ("jump", len(self.program))
+        self.program[split] = ("split", tuple(starts))
+
+    def piece(self):
+        """Read an atom and its quantifier: the atom written out as often as counted, then
+        a loop for *, + and {m,}, or optional copies up to n."""
+        atom_at, start = self.index, len(self.program)
+        self.atom()
+        low, high = self.quantifier()
+        if (low, high) == (1, 1):
+            return
+        after = self.index
+        del self.program[start:]
+        for _ in range(low):
+            self.index = atom_at
+            self.atom()
+        optional = []
+        for _ in range(1 if high is None else high - low):
+            optional.append(self.emit(None))
+            self.index = atom_at
+            self.atom()
+        if high is None:
+            self.emit(("jump", optional[0]))
+        for split in optional:
+            self.program[split] = ("split", (split + 1, len(self.program)))
+        self.index = after
+
+    def quantifier(self):
+        """The counts of the quantifier at the index, (1, 1) if none; a lazy one matches the
+        same texts, which is all a filter asks."""
+        at, pattern = self.index, self.pattern
+        braces = BRACES.match(pattern, at)
+        if pattern[at:at + 1] in ("*", "+", "?"):
+            counts = {"*": (0, None), "+": (1, None), "?": (0, 1)}[pattern[at]]
+            self.index += 1
+        elif braces:
+            low, comma, high = braces.group()[1:-1].partition(",")
+            counts = (int(low or 0), int(high) if high else None if comma else int(low))
+            if max(counts[0], counts[1] or 0) > MAX_REPEAT:
+                raise self.not_taken(braces.group())
+            self.index = braces.end()
+        else:
+            return 1, 1
+        self.index += pattern.startswith("?", self.index)
+        if pattern.startswith("+", self.index):  # possessive (Python 3.11): backtracking's
+            raise self.not_taken(pattern[at:self.index + 1])
+        return counts
+
+    def atom(self):
+        """Read one atom: a group, a class, an escape, an anchor, . or a character."""
+        pattern, at = self.pattern, self.index
+        if pattern.startswith("(?:", at) or pattern.startswith("(?P<", at):
+            self.index = pattern.index(">", at) + 1 if pattern[at + 2] == "P" else at + 3
+        elif GROUP_NOT_TAKEN.match(pattern, at):
+            raise self.not_taken(GROUP_NOT_TAKEN.match(pattern, at).group())
+        elif pattern[at] == "(":
+            self.index += 1
+        if pattern[at] == "(":
+            self.alternatives()
+            self.index += 1  # the ), which re has found
+            return
+        if pattern[at] == "[":
+            source = pattern[at:end_of_class(pattern, at) + 1]
+        elif pattern[at] == "\\":
+            source = ESCAPE_SOURCE.match(pattern, at).group()
+            if re.fullmatch(r"\\[1-9][0-9]?", source):
+                raise self.not_taken(source)
+        else:
+            source = pattern[at]
+        self.index += len(source)
+        if source in ASSERTIONS:
+            self.emit(("assert", ASSERTIONS[source]))
+        else:  # one character: re tests it as re.IGNORECASE folds case, without backtracking
+            self.emit(("one", re.compile(source, re.IGNORECASE).fullmatch))
 
 
 class DialectQuery:

@@ -9121,3 +9121,89 @@ def test_a_refused_write_leaves_a_files_fields_as_they_were(tmp_path):
         assert (reply.status, reply.json()["likes"]) == (200, 1)
     finally:
         stop_server(running)
+
+
+# -- fix-like: a _like matcher whose time is linear in the value's length --
+
+def counted_like(pattern):
+    """A _like's compiled program whose character tests count how often they run."""
+    steps = [0]
+
+    def counting(test):
+        def counted(character):
+            steps[0] += 1
+            return test(character)
+        return counted
+    program = [("one", counting(step[1])) if step[0] == "one" else step
+               for step in rest_users.compile_like(pattern)]
+    return program, steps
+
+
+@pytest.mark.parametrize("pattern, text", [
+    (".*.*.*.*x", "a" * 20000), ("a*a*a*a*a*x", "a" * 20000), ("(a|aa)*b", "a" * 20000),
+    (".*x", "a" * 50000), ("(a+)+$", "a" * 5000 + "!"), ("(x+x+)+y", "x" * 5000)],
+    ids=lambda value: value if len(value) < 20 else "%d characters" % len(value))
+def test_a_like_pattern_takes_steps_linear_in_the_values_length(pattern, text):
+    program, steps = counted_like(pattern)
+    assert rest_users.like_matches(program, text) is False
+    assert steps[0] <= len(text) * len(program)
+
+
+LIKE_CASES = [  # pattern, texts: each must match as re.search(pattern, text, re.IGNORECASE)
+    ("^qui", ["Qui est", "a qui", ""]), ("SUNT|quasi", ["sunt", "QUASI x", "su"]),
+    ("es+e", ["esse", "ese", "ee"]), ("^2$", ["2", "2\n", "12", "2\n\n"]),
+    ("a{2,3}b", ["aab", "ab", "aaaab"]), ("a{2}", ["a", "xaa"]), ("a{,2}c", ["c", "aac"]),
+    ("x{2,}", ["x", "xxx"]), ("[a-c]+$", ["ABC", "abd", "a-"]), ("[^a-c]", ["abc", "abd"]),
+    (r"\d\d", ["a1", "12", "١٢"]), (r"\w+@\w+", ["ada@x", "@x"]), (r"\s", ["a b", "ab"]),
+    (r"\bcat\b", ["a cat!", "concat"]), (r"\Bcat", ["concat", "cat"]), (r"\Aab\Z", ["ab", "xab"]),
+    ("(?:ab)+c", ["ababc", "acb"]), ("(?P<x>ab)?c", ["c", "abc"]), ("a.c", ["abc", "a\nc"]),
+    ("stra(ss|ß)e", ["STRASSE", "Straße"]), ("ǅ", ["ǆ", "Ǆ"]), (r"\.\x41\u00e9", [".aÉ", "xaé"]),
+    ("a*?b", ["b", "aab", "a"]), ("(a|)+b", ["ab", "a"]), ("(a*)*$", ["aaa", ""]),
+    ("[(a+)+]", ["+", "x"]), (r"a\|b", ["a|b", "ab"]), ("{x", ["{x", "x"]), ("a{,", ["a{,"]),
+]
+
+
+@pytest.mark.parametrize("pattern, texts", LIKE_CASES)
+def test_a_like_pattern_matches_as_pythons_re_ignoring_case(pattern, texts):
+    program = rest_users.compile_like(pattern)
+    for text in texts:
+        assert rest_users.like_matches(program, text) is bool(
+            re.search(pattern, text, re.IGNORECASE)), (pattern, text)
+
+
+@pytest.mark.parametrize("pattern, named", [
+    ("(?=a)b", "(?="), ("(?!a)b", "(?!"), ("(?<=a)b", "(?<="), ("(?<!a)b", "(?<!"),
+    (r"(a)\1", r"\1"), ("(?P<x>a)(?P=x)", "(?P="), ("(?i)a", "(?i"), ("(?#note)a", "(?#"),
+    ("a{1001}", "{1001}"), ("a{2,5000}", "{2,5000}")])
+def test_a_like_pattern_in_syntax_the_matcher_does_not_take_is_a_400_naming_it(
+        placeholder, pattern, named):
+    problem = assert_problem(call(placeholder, "GET", "/posts?title_like=" + quote(pattern)), 400)
+    assert problem["detail"].startswith("title_like uses %s, which a _like does not take" % named)
+
+
+def test_a_like_pattern_that_expands_to_many_states_is_a_400(placeholder):
+    problem = assert_problem(call(placeholder, "GET", "/posts?title_like=" + quote(
+        "a{999}b{999}c{999}")), 400)
+    assert problem["detail"] == (
+        "title_like is a regular expression of more than 2000 steps once its repeats are "
+        "written out; write it with fewer. "
+        "See GET /openapi.json for the parameters of GET /posts.")
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+def test_a_like_that_froze_the_server_answers_while_others_are_answered(
+        tmp_path_factory, kind):
+    path = write_db_json(tmp_path_factory.mktemp("like"), {"posts": [
+        {"id": 1, "body": "a" * 10000}, {"id": 2, "body": "a" * 100 + "x"}]})
+    running = start_server(load=path, **options_for(kind, tmp_path_factory))
+    try:
+        for pattern in [".*.*.*.*x", "a*a*a*a*a*x", "(a|aa)*b", ".*x"]:
+            answers = []
+            heavy = threading.Thread(target=lambda: answers.append(call(
+                running, "GET", "/posts?body_like=" + quote(pattern))))
+            heavy.start()
+            assert call(running, "GET", "/posts/2").status == 200
+            heavy.join(10)
+            assert item_ids(answers[0]) == ([] if pattern == "(a|aa)*b" else [2])
+    finally:
+        stop_server(running)
