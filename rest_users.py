@@ -4281,7 +4281,7 @@ def passes_as_json_server(value, test, values):
     if test in ("eq", "in", "ne"):
         return (text in values) == (test != "ne")
     if test == "like":
-        return like_matches(compile_like(values[0]), text)
+        return compile_like(values[0]).matches(text)
     if test in TEXT_TESTS:
         return TEXT_TESTS[test](text.casefold(), values[0].casefold())
     number, wanted = number_from_text(text), number_from_text(values[0])
@@ -4373,6 +4373,7 @@ def end_of_class(pattern, start):
 
 MAX_REPEAT = 1000  # the largest count a _like's {m,n} may name
 MAX_STEPS = 2000  # a _like's program: its time is at most a value's length times this
+MAX_KEPT = 1000  # the sets of states a _like's program keeps, a bound on its memory, as RE2's
 ESCAPE_SOURCE = re.compile(r"\\(?:x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|N\{[^}]*\}"
                            r"|0[0-7]{0,2}|[0-7]{3}|[1-9][0-9]?|.)", re.DOTALL)
 GROUP_NOT_TAKEN = re.compile(r"\(\?(P=|<=|<!|.)")  # lookarounds, references, flags, comments
@@ -4398,47 +4399,63 @@ def is_before_word(text, at):
 
 @functools.lru_cache(maxsize=256)
 def compile_like(pattern):
-    """A _like's regular expression, which re has read, as a program for like_matches: a
-    ValueError for syntax that a matcher without backtracking cannot take."""
+    """A _like's regular expression, which re has read, as a LikeProgram: a ValueError for
+    syntax that a matcher without backtracking cannot take."""
     reader = LikePattern(pattern)
     reader.alternatives()
-    return tuple(reader.program)
+    return LikeProgram(reader.program)
 
 
-def like_matches(program, text):
-    """Whether a program matches somewhere in a text, ignoring case. The states alive are
-    a set, each reading a character once, so the time is the text's length times the
-    program's, whatever the pattern (Thompson 1968; Russ Cox, "Regular Expression Matching
-    Can Be Simple And Fast", 2007); a backtracking matcher such as re can take exponential
-    time, holding the GIL. A new thread starts at each character, as re.search does."""
-    alive = []
-    for at in range(len(text) + 1):
-        alive = reached_from(program, alive + [0], text, at)
-        if len(program) in alive:
-            return True
-        alive = [state + 1 for state in alive
-                 if at < len(text) and program[state][1](text[at]) is not None]
-    return False
+class LikeProgram:
+    """A _like's program, run a set of states per character, each state reading a character
+    once, so the time is the text's length times the program's, whatever the pattern
+    (Thompson 1968; Russ Cox, "Regular Expression Matching Can Be Simple And Fast", 2007);
+    a backtracking matcher such as re can take exponential time, holding the GIL."""
+
+    def __init__(self, steps):
+        self.steps, self.leads_to = tuple(steps), {}
+        self.assertions = tuple(step[1] for step in steps if step[0] == "assert")
+
+    def matches(self, text):
+        """Whether the program matches somewhere in a text, ignoring case, a new thread
+        starting at each character as in re.search. Where a set of states leads on a
+        character is kept (Cox's DFA, built as it runs): a character costs a look-up."""
+        steps, leads_to, assertions = self.steps, self.leads_to, self.assertions
+        states = reached_from(steps, [], text, 0)
+        for at, character in enumerate(text, 1):
+            if len(steps) in states:
+                return True
+            key = (states, character, assertions and tuple(
+                holds(text, at) for holds in assertions))
+            following = leads_to.get(key)
+            if following is None:
+                if len(leads_to) > MAX_KEPT:
+                    leads_to.clear()
+                following = leads_to[key] = reached_from(steps, [
+                    state + 1 for state in states if steps[state][1](character) is not None],
+                    text, at)
+            states = following
+        return len(steps) in states
 
 
-def reached_from(program, states, text, at):
-    """The states that read a character, or the match (the state past the program),
-    reached from these through splits, jumps and the assertions that hold here."""
-    seen, waiting = set(), list(states)
+def reached_from(steps, states, text, at):
+    """The states that read a character, or the match (the state past the steps), reached
+    from these and the start through splits, jumps and the assertions that hold here."""
+    seen, waiting = set(), states + [0]
     while waiting:
         state = waiting.pop()
-        if state in seen or state == len(program):
+        if state in seen or state == len(steps):
             seen.add(state)
             continue
         seen.add(state)
-        kind, value = program[state]
+        kind, value = steps[state]
         if kind == "split":
             waiting.extend(value)
         elif kind == "jump":
             waiting.append(value)
         elif kind == "assert" and value(text, at):
             waiting.append(state + 1)
-    return [state for state in seen if state == len(program) or program[state][0] == "one"]
+    return frozenset(state for state in seen if state == len(steps) or steps[state][0] == "one")
 
 
 class LikePattern:
