@@ -4313,9 +4313,9 @@ BRACES = re.compile(r"\{(?:[0-9]+,?[0-9]*|,[0-9]+)\}")  # a quantifier: {2}, {2,
 
 def check_pattern(name, pattern):
     """A 400 for a _like that could hold a thread for minutes (ReDoS): a pattern longer
-    than 200 characters, one that is not a regular expression, or a quantified group inside a
+    than 200 characters, one that is not a regular expression, a quantified group inside a
     quantified group, as (a+)+, which a backtracking matcher tries in ways that double with
-    each character."""
+    each character, or one in syntax that compile_like does not take."""
     if len(pattern) > MAX_PATTERN:
         raise BadQuery("%s is a regular expression of %d characters; at most %d are taken."
                        % (printable(name), len(pattern), MAX_PATTERN))
