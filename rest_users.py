@@ -3560,6 +3560,7 @@ class DbFile:
         self.id_key, self.suffix = id_key, suffix  # json-server's --id and --foreignKeySuffix
         self.started = read_db_file(path)
         self.seen = file_signature(path)
+        self.refused = None  # why the file on disk was not taken, while it is not
 
     def contents(self, document, warn=True):
         """The resources and items of a document; a reference to a missing item (json-server's
@@ -3603,6 +3604,17 @@ class DbFile:
     def prepare(self):
         """Make ahead what saving the file will need: nothing here (Appendix F makes the
         items' texts)."""
+
+    def check_replaceable(self):
+        """A 503 if a write would replace an edit by hand not taken: one not yet seen, or
+        one not valid (an editor's half-saved file), which the user would lose."""
+        if self.refused is None and not self.edited():
+            return
+        reason = ("is not valid (%s): nothing was changed, so as not to replace it; writes "
+                  "resume once the file is valid." % self.refused if self.refused else
+                  "changed on disk and is not served yet: nothing was changed. Try again.")
+        raise ApiError(HTTPStatus.SERVICE_UNAVAILABLE, "%s on disk %s" % (self.name, reason),
+                       headers=[("Retry-After", "1")])
 
     def edited(self):
         """Whether the file has changed on disk since it was last read or written."""
@@ -3813,6 +3825,8 @@ class FileKeptStore(ResettableMemoryStore):
             raise ApiError(HTTPStatus.SERVICE_UNAVAILABLE, "%s changed on disk while this "
                            "request waited: nothing was changed. Try again." % (
                                self.db_file.name), headers=[("Retry-After", "1")])
+        if write and self.db_file:
+            self.db_file.check_replaceable()
         return (list(self.items.values()), self.last_id) if write and self.db_file else None
 
     def saved(self, before, result):
@@ -4010,8 +4024,9 @@ class FileServer(FakeApiServer):
                 try:
                     self.db_file.seen = file_signature(self.db_file.path)
                     self.take(read_db_file(self.db_file.path), warn=True)
-                    complained = None
+                    complained = self.db_file.refused = None
                 except (ValueError, OSError) as error:
+                    self.db_file.refused = refusal(error, self.db_file.path)
                     if str(error) != complained:
                         print("rest_users: not taken: %s" % error, file=sys.stderr, flush=True)
                     complained = str(error)
@@ -4020,6 +4035,14 @@ class FileServer(FakeApiServer):
         """Stop watching the file, then close as the others do."""
         self.stop_watching.set()
         super().server_close()
+
+
+def refusal(error, path):
+    """Why a file on disk is not taken, as a write's 503 says it: its error, without the
+    path and the hint on how to make one."""
+    text = str(error)
+    text = text[len(path) + 2:] if text.startswith(path + ": ") else text
+    return text.replace("; " + MAKE_ONE % path, "")
 
 
 def reading_only(found):

@@ -9121,3 +9121,37 @@ def test_a_refused_write_leaves_a_files_fields_as_they_were(tmp_path):
         assert (reply.status, reply.json()["likes"]) == (200, 1)
     finally:
         stop_server(running)
+
+
+# -- fix-file: a db.json's hand edits, key order and ids kept --------------------------------
+
+def wait_for_line(capsys, words, seconds=2.0):
+    """Read stderr until a line holds words, or the time is up; what was read."""
+    deadline, told = time.monotonic() + seconds, ""
+    while words not in told and time.monotonic() < deadline:
+        told += capsys.readouterr().err
+        time.sleep(0.02)  # polling under a deadline, not synchronisation by sleeping
+    return told
+
+
+def test_a_write_while_the_file_on_disk_is_broken_is_a_503_and_keeps_the_edit(tmp_path, capsys):
+    running, path = file_server(tmp_path)
+    try:
+        replace_by_hand(path, b'{"posts": [')
+        reply = call(running, "PATCH", "/posts/2", {"title": "lost?"})  # before the watcher
+        assert (reply.status, reply.headers["Retry-After"]) == (503, "1")
+        assert "not taken" in wait_for_line(capsys, "not taken")
+        reply = call(running, "PATCH", "/posts/2", {"title": "lost?"})
+        assert (reply.status, reply.headers["Retry-After"]) == (503, "1")
+        assert assert_problem(reply, 503)["detail"] == (
+            "db.json on disk is not valid (is not a JSON object of resources: Expecting "
+            "value: line 1 column 12 (char 11)): nothing was changed, so as not to replace "
+            "it; writes resume once the file is valid.")
+        assert read_back(path) == b'{"posts": ['
+        assert call(running, "GET", "/posts/2").json()["title"] == "Ünïcödé stays as itself"
+        replace_by_hand(path, {"posts": [{"id": 2, "title": "by hand"}]})
+        assert served_within(running, "/posts/2", {"id": 2, "title": "by hand"})
+        assert call(running, "PATCH", "/posts/2", {"title": "kept"}).status == 200
+        assert json.loads(read_back(path).decode()) == {"posts": [{"id": 2, "title": "kept"}]}
+    finally:
+        stop_server(running)
