@@ -3567,7 +3567,8 @@ class DbFile:
         deletes leave them) is kept as it is, with a line per resource when warn."""
         resources, entries = resources_from_file(renamed_ids(document, self.id_key, "id"), [],
                                                  self.path, True, self.suffix)
-        resources = [self.opened(resource) for resource in resources]
+        resources = [self.opened(resource, keys_before_id(entries[resource.collection]))
+                     for resource in resources]
         items = {resource.collection: items_from_entries(
             resource, entries[resource.collection], self.path, "%s: " % resource.collection)
             for resource in resources}
@@ -3575,10 +3576,12 @@ class DbFile:
             print(line, file=sys.stderr, flush=True)
         return resources, items
 
-    def opened(self, resource):
+    def opened(self, resource, before_id=frozenset()):
         """A resource as the file keeps it: each item with its own keys, none required (open
-        fields, as json-server takes any), its id named as --id names it."""
+        fields, as json-server takes any), its id named as --id names it, and written after
+        the keys that the file has before it."""
         resource.open_fields = resource.json_server = True
+        resource.before_id = before_id
         for field in resource.fields:
             field.required, field.default = False, ABSENT
         if self.id_key != "id" and not resource.singular:  # what a client sees: "_id" first
@@ -3651,12 +3654,30 @@ def file_signature(path):
     return status.st_ino, status.st_size, status.st_mtime_ns
 
 
+def keys_before_id(entries):
+    """The keys a collection's entries have before their id, in the file (JSONPlaceholder's
+    posts have userId first): a write keeps them there, so the file's lines stay as they are."""
+    keys = list(dict.fromkeys(key for entry in entries for key, _ in entry))
+    return frozenset(keys[:keys.index("id")] if "id" in keys else ())
+
+
+def file_document(resource, item):
+    """An item as the file holds it: its id after the keys the file has before it."""
+    document = item_document(resource, item)
+    before_id = getattr(resource, "before_id", ())  # a resource not of a file: id first
+    if resource.singular or not before_id:
+        return document
+    pairs = list(document.items())
+    pairs.insert(sum(name in before_id for name, _ in pairs[1:]), pairs.pop(0))
+    return dict(pairs)
+
+
 def database_document(stores):
     """The whole API as json-server's db.json holds it: each collection an array of its items,
     a singular resource its one object."""
     document = {}
     for store in stores:
-        items = [item_document(store.resource, item) for item in store.list(EVERYTHING)[1]]
+        items = [file_document(store.resource, item) for item in store.list(EVERYTHING)[1]]
         document[store.resource.collection] = items[0] if store.resource.singular else items
     return document
 
@@ -3794,7 +3815,8 @@ class FileKeptStore(ResettableMemoryStore):
         old, last_id, changes = self.resource, self.last_id, self.changes
         added, width = (ABSENT,) * max(0, len(fields) - len(old.fields)), len(fields) + 1
         items = [Item((item[:-1] + added)[:width] + item[-1:]) for item in self.items.values()]
-        self.resource = self.db_file.opened(type(old)(old.collection, fields, item=old.item))
+        self.resource = self.db_file.opened(type(old)(old.collection, fields, item=old.item),
+                                            old.before_id)
         self.start(items)
         self.last_id, self.changes = last_id, changes + 1  # no page kept from before
 
@@ -6107,7 +6129,7 @@ class FastDbFile(DbFile):
             if text is not None and text[0] is not item and same_values(text[0], item):
                 text = kept[item.id] = (item, text[1])
             if text is None or text[0] is not item:  # the item itself: never a stale text
-                text = kept[item.id] = (item, indented_json(item_document(resource, item),
+                text = kept[item.id] = (item, indented_json(file_document(resource, item),
                                                             4 - 2 * resource.singular))
             texts.append(text[1])
         return texts

@@ -9155,3 +9155,26 @@ def test_a_write_while_the_file_on_disk_is_broken_is_a_503_and_keeps_the_edit(tm
         assert json.loads(read_back(path).decode()) == {"posts": [{"id": 2, "title": "kept"}]}
     finally:
         stop_server(running)
+
+
+USER_ID_FIRST = {  # JSONPlaceholder's order: the reference before the id
+    "posts": [{"userId": 1, "id": 1, "title": "a", "body": "x"},
+              {"userId": 1, "id": 2, "title": "b", "body": "y"}],
+    "users": [{"id": 1, "name": "Ada"}],
+    "profile": {"name": "typicode"},
+}
+
+
+def test_a_write_keeps_the_files_key_order_so_git_diff_shows_just_the_change(tmp_path, variant):
+    path = write_db_json(tmp_path, as_json_server_writes(USER_ID_FIRST))
+    running = start_server(variant, file=path)
+    try:
+        assert call(running, "PATCH", "/posts/2", {"title": "c"}).status == 200
+        expected = json.loads(json.dumps(USER_ID_FIRST))
+        expected["posts"][1]["title"] = "c"
+        assert read_back(path) == as_json_server_writes(expected)
+        assert call(running, "POST", "/posts", {"title": "d", "userId": 1}).status == 201
+        expected["posts"].append({"userId": 1, "id": 3, "title": "d"})
+        assert read_back(path) == as_json_server_writes(expected)
+    finally:
+        stop_server(running)
