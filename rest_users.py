@@ -3567,7 +3567,7 @@ class DbFile:
         deletes leave them) is kept as it is, with a line per resource when warn."""
         resources, entries = resources_from_file(renamed_ids(document, self.id_key, "id"), [],
                                                  self.path, True, self.suffix)
-        resources = [self.opened(resource, keys_before_id(entries[resource.collection]))
+        resources = [self.opened(resource, file_layout(entries[resource.collection]))
                      for resource in resources]
         items = {resource.collection: items_from_entries(
             resource, entries[resource.collection], self.path, "%s: " % resource.collection)
@@ -3576,12 +3576,12 @@ class DbFile:
             print(line, file=sys.stderr, flush=True)
         return resources, items
 
-    def opened(self, resource, before_id=frozenset()):
+    def opened(self, resource, layout):
         """A resource as the file keeps it: each item with its own keys, none required (open
-        fields, as json-server takes any), its id named as --id names it, and written after
-        the keys that the file has before it."""
+        fields, as json-server takes any), its id named as --id names it, and written as
+        the file's layout says."""
         resource.open_fields = resource.json_server = True
-        resource.before_id = before_id
+        resource.layout = layout
         for field in resource.fields:
             field.required, field.default = False, ABSENT
         if self.id_key != "id" and not resource.singular:  # what a client sees: "_id" first
@@ -3654,21 +3654,31 @@ def file_signature(path):
     return status.st_ino, status.st_size, status.st_mtime_ns
 
 
-def keys_before_id(entries):
-    """The keys a collection's entries have before their id, in the file (JSONPlaceholder's
-    posts have userId first): a write keeps them there, so the file's lines stay as they are."""
+# How a collection's items look in the file, which a write keeps, so that the file's lines
+# stay as they are: the keys before the id (JSONPlaceholder's posts have userId first), and
+# in a collection of text ids, those that are numbers (json-server 0.17 adds "abc" to 1..24)
+FileLayout = collections.namedtuple("FileLayout", "before_id number_ids")
+
+
+def file_layout(entries):
+    """The layout of a collection's entries in the file."""
     keys = list(dict.fromkeys(key for entry in entries for key, _ in entry))
-    return frozenset(keys[:keys.index("id")] if "id" in keys else ())
+    ids = [value for entry in entries for key, value in entry if key == "id"]
+    texts = any(isinstance(value, str) for value in ids)  # integer ids stay integers anyway
+    return FileLayout(frozenset(keys[:keys.index("id")] if "id" in keys else ()),
+                      {str(value) for value in ids if texts and type(value) is int})
 
 
 def file_document(resource, item):
-    """An item as the file holds it: its id after the keys the file has before it."""
+    """An item as the file holds it: its id where, and as, the file has it."""
     document = item_document(resource, item)
-    before_id = getattr(resource, "before_id", ())  # a resource not of a file: id first
-    if resource.singular or not before_id:
+    layout = getattr(resource, "layout", None)  # a resource not of a file: id first
+    if resource.singular or layout is None:
         return document
     pairs = list(document.items())
-    pairs.insert(sum(name in before_id for name, _ in pairs[1:]), pairs.pop(0))
+    name, value = pairs.pop(0)
+    pairs.insert(sum(key in layout.before_id for key, _ in pairs),
+                 (name, int(value) if value in layout.number_ids else value))
     return dict(pairs)
 
 
@@ -3816,7 +3826,7 @@ class FileKeptStore(ResettableMemoryStore):
         added, width = (ABSENT,) * max(0, len(fields) - len(old.fields)), len(fields) + 1
         items = [Item((item[:-1] + added)[:width] + item[-1:]) for item in self.items.values()]
         self.resource = self.db_file.opened(type(old)(old.collection, fields, item=old.item),
-                                            old.before_id)
+                                            old.layout)
         self.start(items)
         self.last_id, self.changes = last_id, changes + 1  # no page kept from before
 

@@ -9178,3 +9178,15 @@ def test_a_write_keeps_the_files_key_order_so_git_diff_shows_just_the_change(tmp
         assert read_back(path) == as_json_server_writes(expected)
     finally:
         stop_server(running)
+
+
+def test_one_text_id_leaves_a_collections_number_ids_numbers_in_the_file(tmp_path, variant):
+    albums = [{"id": 1, "title": "a"}, {"id": 2, "title": "b"}, {"id": "abc", "title": "c"}]
+    running, path = file_server(tmp_path, {"albums": albums}, variant)
+    try:
+        assert call(running, "PATCH", "/albums/abc", {"title": "d"}).status == 200
+        albums[2]["title"] = "d"
+        assert read_back(path) == as_json_server_writes({"albums": albums})
+        assert call(running, "GET", "/albums/1").json() == {"id": "1", "title": "a"}
+    finally:
+        stop_server(running)
