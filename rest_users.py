@@ -3656,8 +3656,9 @@ def file_signature(path):
 
 # How a collection's items look in the file, which a write keeps, so that the file's lines
 # stay as they are: the keys before the id (JSONPlaceholder's posts have userId first), and
-# in a collection of text ids, those that are numbers (json-server 0.17 adds "abc" to 1..24)
-FileLayout = collections.namedtuple("FileLayout", "before_id number_ids")
+# in a collection of text ids (json-server 0.17 adds "abc" to 1..24), those that are numbers
+# and the place of each (served sorted as text, written as the file lists them, new ones last)
+FileLayout = collections.namedtuple("FileLayout", "before_id number_ids order")
 
 
 def file_layout(entries):
@@ -3666,7 +3667,16 @@ def file_layout(entries):
     ids = [value for entry in entries for key, value in entry if key == "id"]
     texts = any(isinstance(value, str) for value in ids)  # integer ids stay integers anyway
     return FileLayout(frozenset(keys[:keys.index("id")] if "id" in keys else ()),
-                      {str(value) for value in ids if texts and type(value) is int})
+                      {str(value) for value in ids if texts and type(value) is int},
+                      {str(value): place for place, value in enumerate(ids) if texts})
+
+
+def in_file_order(resource, items):
+    """Items as the file lists them: a text-id collection's in its places, new ones last."""
+    layout = getattr(resource, "layout", None)  # a resource not of a file: id order
+    if layout is None or not layout.order:
+        return list(items)
+    return sorted(items, key=lambda item: layout.order.get(item.id, len(layout.order)))
 
 
 def file_document(resource, item):
@@ -3687,7 +3697,8 @@ def database_document(stores):
     a singular resource its one object."""
     document = {}
     for store in stores:
-        items = [file_document(store.resource, item) for item in store.list(EVERYTHING)[1]]
+        items = [file_document(store.resource, item)
+                 for item in in_file_order(store.resource, store.list(EVERYTHING)[1])]
         document[store.resource.collection] = items[0] if store.resource.singular else items
     return document
 
@@ -3779,6 +3790,8 @@ class FileKeptStore(ResettableMemoryStore):
         with self.lock:
             before, last_id = self.before_change(write), self.last_id
             item = super().create(fields, write, check)
+            if item is not None and self.text_ids:  # written last, as json-server adds it
+                self.resource.layout.order.setdefault(item.id, len(self.resource.layout.order))
             if item is not None and (self.text_ids or item.id < last_id):
                 self.items = dict(sorted(self.items.items()))
                 self.last_id = last_id if self.text_ids else max(last_id, item.id)
@@ -6101,7 +6114,7 @@ class FastDbFile(DbFile):
         pieces = [b"{\n"]
         for store in stores:
             name = json.dumps(store.resource.collection, ensure_ascii=False).encode("utf-8")
-            items = list(store.items.values())
+            items = in_file_order(store.resource, store.items.values())
             if store.resource.singular:  # "profile": {...}, its one item
                 pieces += [b"  ", name, b": ", self.item_texts(store.resource, items)[0][2:]]
             elif items:
