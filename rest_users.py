@@ -6745,9 +6745,9 @@ def main(argv=None):
             options.host, options.port)
         print("rest_users: cannot start on %s: %s" % (where, error), file=sys.stderr)
         return 1
-    port = server.server_address[1]
-    print("Serving users API on http://%s:%d/users (press Ctrl-C to stop)" % (options.host, port),
-          flush=True)
+    port, first = server.server_address[1], server.resources[0]  # users, unless a file's
+    print("Serving %s API on http://%s:%d%s (press Ctrl-C to stop)" % (
+        first.collection, options.host, port, first.path), flush=True)
     if not options.quiet:
         print(startup_note(options, server, environ), file=sys.stderr, flush=True)
     # Ctrl-C or SIGTERM asks for a stop, which the main thread makes once serve_forever has

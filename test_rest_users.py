@@ -9195,3 +9195,14 @@ def test_one_text_id_leaves_a_collections_number_ids_numbers_in_the_file(tmp_pat
         assert item_ids(call(running, "GET", "/albums")) == ["10", "2", "a", "abc", "b"]
     finally:
         stop_server(running)
+
+
+def test_the_start_line_names_the_files_first_resource_where_it_is_served(tmp_path):
+    process, banner = run_service("--port", "0", write_db_json(tmp_path, {"posts": []}))
+    try:
+        assert banner == ("Serving posts API on http://127.0.0.1:%d/posts (press Ctrl-C to "
+                          "stop)\n" % port_of(banner))
+    finally:
+        process.terminate()
+        process.communicate(timeout=10)
+    assert process.returncode == 0
