@@ -9187,7 +9187,6 @@ def test_one_text_id_leaves_a_collections_number_ids_numbers_in_the_file(tmp_pat
         assert call(running, "PATCH", "/albums/abc", {"title": "d"}).status == 200
         albums[2]["title"] = "d"
         assert read_back(path) == as_json_server_writes({"albums": albums})  # not 10, 2
-        assert call(running, "GET", "/albums/2").json() == {"id": "2", "title": "a"}
         for given in ("b", "a"):
             assert call(running, "POST", "/albums", {"id": given}).status == 201
         albums += [{"id": "b"}, {"id": "a"}]  # last, as json-server adds them
@@ -9206,3 +9205,19 @@ def test_the_start_line_names_the_files_first_resource_where_it_is_served(tmp_pa
         process.terminate()
         process.communicate(timeout=10)
     assert process.returncode == 0
+
+
+def test_a_key_an_item_lacks_stays_absent_and_a_patchs_null_removes_one(tmp_path, variant):
+    posts = [{"id": 1, "title": "a", "body": "x"}, {"id": 2, "title": "b"}]
+    running, path = file_server(tmp_path, {"posts": posts}, variant)
+    try:
+        replace_by_hand(path, {"posts": posts + [{"id": 3, "body": "by hand"}]})
+        assert served_within(running, "/posts/3", {"id": 3, "body": "by hand"})
+        assert call(running, "GET", "/posts/2").json() == {"id": 2, "title": "b"}
+        reply = call(running, "PATCH", "/posts/1", {"body": None, "title": "c"})
+        assert (reply.status, reply.json()) == (200, {"id": 1, "title": "c"})
+        assert call(running, "PUT", "/posts/2", {"title": None}).json() == {"id": 2, "title": None}
+        assert read_back(path) == as_json_server_writes({"posts": [
+            {"id": 1, "title": "c"}, {"id": 2, "title": None}, {"id": 3, "body": "by hand"}]})
+    finally:
+        stop_server(running)
