@@ -3685,11 +3685,10 @@ def file_document(resource, item):
     layout = getattr(resource, "layout", None)  # a resource not of a file: id first
     if resource.singular or layout is None:
         return document
-    pairs = list(document.items())
-    name, value = pairs.pop(0)
-    pairs.insert(sum(key in layout.before_id for key, _ in pairs),
-                 (name, int(value) if value in layout.number_ids else value))
-    return dict(pairs)
+    (name, value), *pairs = document.items()
+    at = sum(key in layout.before_id for key, _ in pairs)
+    return dict(pairs[:at] + [(name, int(value) if value in layout.number_ids else value)]
+                + pairs[at:])
 
 
 def database_document(stores):

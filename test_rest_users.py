@@ -8273,9 +8273,9 @@ def test_id_names_the_key_that_is_the_id(tmp_path, variant):
         assert sorted(created) == ["_id", "title"]
         reply = call(running, "PUT", "/posts/5f1a", {"_id": "5f1a", "title": "replaced"})
         assert (reply.status, reply.json()) == (200, {"_id": "5f1a", "title": "replaced"})
-        assert json.loads(read_back(path).decode()) == {
-            "posts": sorted([{"_id": "5f1a", "title": "replaced"}, created],
-                            key=lambda item: item["_id"]), "profile": {"name": "typicode"}}
+        assert json.loads(read_back(path).decode()) == {  # as the file lists them, new last
+            "posts": [{"_id": "5f1a", "title": "replaced"}, created],
+            "profile": {"name": "typicode"}}
     finally:
         stop_server(running)
 
@@ -9201,6 +9201,7 @@ def test_the_start_line_names_the_files_first_resource_where_it_is_served(tmp_pa
     try:
         assert banner == ("Serving posts API on http://127.0.0.1:%d/posts (press Ctrl-C to "
                           "stop)\n" % port_of(banner))
+        assert call(Port(port_of(banner)), "GET", "/posts").status == 200  # serving: SIGTERM
     finally:
         process.terminate()
         process.communicate(timeout=10)
