@@ -3561,13 +3561,15 @@ class DbFile:
         self.id_key, self.suffix = id_key, suffix  # json-server's --id and --foreignKeySuffix
         self.started = read_db_file(path)
         self.seen = file_signature(path)
+        self.refused = None  # why the file on disk was not taken, while it is not
 
     def contents(self, document, warn=True):
         """The resources and items of a document; a reference to a missing item (json-server's
         deletes leave them) is kept as it is, with a line per resource when warn."""
         resources, entries = resources_from_file(renamed_ids(document, self.id_key, "id"), [],
                                                  self.path, True, self.suffix)
-        resources = [self.opened(resource) for resource in resources]
+        resources = [self.opened(resource, file_layout(entries[resource.collection]))
+                     for resource in resources]
         items = {resource.collection: items_from_entries(
             resource, entries[resource.collection], self.path, "%s: " % resource.collection)
             for resource in resources}
@@ -3575,10 +3577,12 @@ class DbFile:
             print(line, file=sys.stderr, flush=True)
         return resources, items
 
-    def opened(self, resource):
+    def opened(self, resource, layout):
         """A resource as the file keeps it: each item with its own keys, none required (open
-        fields, as json-server takes any), its id named as --id names it."""
+        fields, as json-server takes any), its id named as --id names it, and written as
+        the file's layout says."""
         resource.open_fields = resource.json_server = True
+        resource.layout = layout
         for field in resource.fields:
             field.required, field.default = False, ABSENT
         if self.id_key != "id" and not resource.singular:  # what a client sees: "_id" first
@@ -3604,6 +3608,17 @@ class DbFile:
     def prepare(self):
         """Make ahead what saving the file will need: nothing here (Appendix F makes the
         items' texts)."""
+
+    def check_replaceable(self):
+        """A 503 if a write would replace an edit by hand not taken: one not yet seen, or
+        one not valid (an editor's half-saved file), which the user would lose."""
+        if self.refused is None and not self.edited():
+            return
+        reason = ("is not valid (%s): nothing was changed, so as not to replace it; writes "
+                  "resume once the file is valid." % self.refused if self.refused else
+                  "changed on disk and is not served yet: nothing was changed. Try again.")
+        raise ApiError(HTTPStatus.SERVICE_UNAVAILABLE, "%s on disk %s" % (self.name, reason),
+                       headers=[("Retry-After", "1")])
 
     def edited(self):
         """Whether the file has changed on disk since it was last read or written."""
@@ -3640,12 +3655,50 @@ def file_signature(path):
     return status.st_ino, status.st_size, status.st_mtime_ns
 
 
+# How a collection's items look in the file, which a write keeps, so that the file's lines
+# stay as they are: the keys before the id (JSONPlaceholder's posts have userId first), and
+# in a collection of text ids (json-server 0.17 adds "abc" to 1..24), those that are numbers
+# and the place of each (served sorted as text, written as the file lists them, new ones last)
+FileLayout = collections.namedtuple("FileLayout", "before_id number_ids order")
+
+
+def file_layout(entries):
+    """The layout of a collection's entries in the file."""
+    keys = list(dict.fromkeys(key for entry in entries for key, _ in entry))
+    ids = [value for entry in entries for key, value in entry if key == "id"]
+    texts = any(isinstance(value, str) for value in ids)  # integer ids stay integers anyway
+    return FileLayout(frozenset(keys[:keys.index("id")] if "id" in keys else ()),
+                      {str(value) for value in ids if texts and type(value) is int},
+                      {str(value): place for place, value in enumerate(ids) if texts})
+
+
+def in_file_order(resource, items):
+    """Items as the file lists them: a text-id collection's in its places, new ones last."""
+    layout = getattr(resource, "layout", None)  # a resource not of a file: id order
+    if layout is None or not layout.order:
+        return list(items)
+    return sorted(items, key=lambda item: layout.order.get(item.id, len(layout.order)))
+
+
+def file_document(resource, item):
+    """An item as the file holds it: its id where, and as, the file has it."""
+    document = item_document(resource, item)
+    layout = getattr(resource, "layout", None)  # a resource not of a file: id first
+    if resource.singular or layout is None:
+        return document
+    (name, value), *pairs = document.items()
+    at = sum(key in layout.before_id for key, _ in pairs)
+    return dict(pairs[:at] + [(name, int(value) if value in layout.number_ids else value)]
+                + pairs[at:])
+
+
 def database_document(stores):
     """The whole API as json-server's db.json holds it: each collection an array of its items,
     a singular resource its one object."""
     document = {}
     for store in stores:
-        items = [item_document(store.resource, item) for item in store.list(EVERYTHING)[1]]
+        items = [file_document(store.resource, item)
+                 for item in in_file_order(store.resource, store.list(EVERYTHING)[1])]
         document[store.resource.collection] = items[0] if store.resource.singular else items
     return document
 
@@ -3737,6 +3790,8 @@ class FileKeptStore(ResettableMemoryStore):
         with self.lock:
             before, last_id = self.before_change(write), self.last_id
             item = super().create(fields, write, check)
+            if item is not None and self.text_ids:  # written last, as json-server adds it
+                self.resource.layout.order.setdefault(item.id, len(self.resource.layout.order))
             if item is not None and (self.text_ids or item.id < last_id):
                 self.items = dict(sorted(self.items.items()))
                 self.last_id = last_id if self.text_ids else max(last_id, item.id)
@@ -3783,7 +3838,8 @@ class FileKeptStore(ResettableMemoryStore):
         old, last_id, changes = self.resource, self.last_id, self.changes
         added, width = (ABSENT,) * max(0, len(fields) - len(old.fields)), len(fields) + 1
         items = [Item((item[:-1] + added)[:width] + item[-1:]) for item in self.items.values()]
-        self.resource = self.db_file.opened(type(old)(old.collection, fields, item=old.item))
+        self.resource = self.db_file.opened(type(old)(old.collection, fields, item=old.item),
+                                            old.layout)
         self.start(items)
         self.last_id, self.changes = last_id, changes + 1  # no page kept from before
 
@@ -3814,6 +3870,8 @@ class FileKeptStore(ResettableMemoryStore):
             raise ApiError(HTTPStatus.SERVICE_UNAVAILABLE, "%s changed on disk while this "
                            "request waited: nothing was changed. Try again." % (
                                self.db_file.name), headers=[("Retry-After", "1")])
+        if write and self.db_file:
+            self.db_file.check_replaceable()
         return (list(self.items.values()), self.last_id) if write and self.db_file else None
 
     def saved(self, before, result):
@@ -4011,8 +4069,9 @@ class FileServer(FakeApiServer):
                 try:
                     self.db_file.seen = file_signature(self.db_file.path)
                     self.take(read_db_file(self.db_file.path), warn=True)
-                    complained = None
+                    complained = self.db_file.refused = None
                 except (ValueError, OSError) as error:
+                    self.db_file.refused = refusal(error, self.db_file.path)
                     if str(error) != complained:
                         print("rest_users: not taken: %s" % error, file=sys.stderr, flush=True)
                     complained = str(error)
@@ -4021,6 +4080,14 @@ class FileServer(FakeApiServer):
         """Stop watching the file, then close as the others do."""
         self.stop_watching.set()
         super().server_close()
+
+
+def refusal(error, path):
+    """Why a file on disk is not taken, as a write's 503 says it: its error, without the
+    path and the hint on how to make one."""
+    text = str(error)
+    text = text[len(path) + 2:] if text.startswith(path + ": ") else text
+    return text.replace("; " + MAKE_ONE % path, "")
 
 
 def reading_only(found):
@@ -6247,7 +6314,7 @@ class FastDbFile(DbFile):
         pieces = [b"{\n"]
         for store in stores:
             name = json.dumps(store.resource.collection, ensure_ascii=False).encode("utf-8")
-            items = list(store.items.values())
+            items = in_file_order(store.resource, store.items.values())
             if store.resource.singular:  # "profile": {...}, its one item
                 pieces += [b"  ", name, b": ", self.item_texts(store.resource, items)[0][2:]]
             elif items:
@@ -6285,7 +6352,7 @@ class FastDbFile(DbFile):
             if text is not None and text[0] is not item and same_values(text[0], item):
                 text = kept[item.id] = (item, text[1])
             if text is None or text[0] is not item:  # the item itself: never a stale text
-                text = kept[item.id] = (item, indented_json(item_document(resource, item),
+                text = kept[item.id] = (item, indented_json(file_document(resource, item),
                                                             4 - 2 * resource.singular))
             texts.append(text[1])
         return texts
@@ -6878,9 +6945,9 @@ def main(argv=None):
             options.host, options.port)
         print("rest_users: cannot start on %s: %s" % (where, error), file=sys.stderr)
         return 1
-    port = server.server_address[1]
-    print("Serving users API on http://%s:%d/users (press Ctrl-C to stop)" % (options.host, port),
-          flush=True)
+    port, first = server.server_address[1], server.resources[0]  # users, unless a file's
+    print("Serving %s API on http://%s:%d%s (press Ctrl-C to stop)" % (
+        first.collection, options.host, port, first.path), flush=True)
     if not options.quiet:
         print(startup_note(options, server, environ), file=sys.stderr, flush=True)
     # Ctrl-C or SIGTERM asks for a stop, which the main thread makes once serve_forever has

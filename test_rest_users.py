@@ -8231,7 +8231,7 @@ def test_json_server_1s_file_is_served_with_its_string_ids_and_written_back(tmp_
         saved = json.loads(read_back(path).decode("utf-8"))
         assert sorted(saved["posts"], key=lambda post: post["id"]) == sorted(
             expected["posts"], key=lambda post: post["id"])
-        assert saved["comments"] == sorted(expected["comments"], key=lambda item: item["id"])
+        assert saved["comments"] == expected["comments"]  # as the file lists them
         assert saved["profile"] == expected["profile"]
     finally:
         stop_server(running)
@@ -8273,9 +8273,9 @@ def test_id_names_the_key_that_is_the_id(tmp_path, variant):
         assert sorted(created) == ["_id", "title"]
         reply = call(running, "PUT", "/posts/5f1a", {"_id": "5f1a", "title": "replaced"})
         assert (reply.status, reply.json()) == (200, {"_id": "5f1a", "title": "replaced"})
-        assert json.loads(read_back(path).decode()) == {
-            "posts": sorted([{"_id": "5f1a", "title": "replaced"}, created],
-                            key=lambda item: item["_id"]), "profile": {"name": "typicode"}}
+        assert json.loads(read_back(path).decode()) == {  # as the file lists them, new last
+            "posts": [{"_id": "5f1a", "title": "replaced"}, created],
+            "profile": {"name": "typicode"}}
     finally:
         stop_server(running)
 
@@ -9204,5 +9204,106 @@ def test_a_like_that_froze_the_server_answers_while_others_are_answered(
             assert call(running, "GET", "/posts/2").status == 200
             heavy.join(10)
             assert item_ids(answers[0]) == ([] if pattern == "(a|aa)*b" else [2])
+    finally:
+        stop_server(running)
+
+
+# -- fix-file: a db.json's hand edits, key order and ids kept --------------------------------
+
+def wait_for_line(capsys, words, seconds=2.0):
+    """Read stderr until a line holds words, or the time is up; what was read."""
+    deadline, told = time.monotonic() + seconds, ""
+    while words not in told and time.monotonic() < deadline:
+        told += capsys.readouterr().err
+        time.sleep(0.02)  # polling under a deadline, not synchronisation by sleeping
+    return told
+
+
+def test_a_write_while_the_file_on_disk_is_broken_is_a_503_and_keeps_the_edit(tmp_path, capsys):
+    running, path = file_server(tmp_path)
+    try:
+        replace_by_hand(path, b'{"posts": [')
+        reply = call(running, "PATCH", "/posts/2", {"title": "lost?"})  # before the watcher
+        assert (reply.status, reply.headers["Retry-After"]) == (503, "1")
+        assert "not taken" in wait_for_line(capsys, "not taken")
+        reply = call(running, "PATCH", "/posts/2", {"title": "lost?"})
+        assert (reply.status, reply.headers["Retry-After"]) == (503, "1")
+        assert assert_problem(reply, 503)["detail"] == (
+            "db.json on disk is not valid (is not a JSON object of resources: Expecting "
+            "value: line 1 column 12 (char 11)): nothing was changed, so as not to replace "
+            "it; writes resume once the file is valid.")
+        assert read_back(path) == b'{"posts": ['
+        assert call(running, "GET", "/posts/2").json()["title"] == "Ünïcödé stays as itself"
+        replace_by_hand(path, {"posts": [{"id": 2, "title": "by hand"}]})
+        assert served_within(running, "/posts/2", {"id": 2, "title": "by hand"})
+        assert call(running, "PATCH", "/posts/2", {"title": "kept"}).status == 200
+        assert json.loads(read_back(path).decode()) == {"posts": [{"id": 2, "title": "kept"}]}
+    finally:
+        stop_server(running)
+
+
+USER_ID_FIRST = {  # JSONPlaceholder's order: the reference before the id
+    "posts": [{"userId": 1, "id": 1, "title": "a", "body": "x"},
+              {"userId": 1, "id": 2, "title": "b", "body": "y"}],
+    "users": [{"id": 1, "name": "Ada"}],
+    "profile": {"name": "typicode"},
+}
+
+
+def test_a_write_keeps_the_files_key_order_so_git_diff_shows_just_the_change(tmp_path, variant):
+    path = write_db_json(tmp_path, as_json_server_writes(USER_ID_FIRST))
+    running = start_server(variant, file=path)
+    try:
+        assert call(running, "PATCH", "/posts/2", {"title": "c"}).status == 200
+        expected = json.loads(json.dumps(USER_ID_FIRST))
+        expected["posts"][1]["title"] = "c"
+        assert read_back(path) == as_json_server_writes(expected)
+        assert call(running, "POST", "/posts", {"title": "d", "userId": 1}).status == 201
+        expected["posts"].append({"userId": 1, "id": 3, "title": "d"})
+        assert read_back(path) == as_json_server_writes(expected)
+    finally:
+        stop_server(running)
+
+
+def test_one_text_id_leaves_a_collections_number_ids_numbers_in_the_file(tmp_path, variant):
+    albums = [{"id": 2, "title": "a"}, {"id": 10, "title": "b"}, {"id": "abc", "title": "c"}]
+    running, path = file_server(tmp_path, {"albums": albums}, variant)
+    try:
+        assert call(running, "PATCH", "/albums/abc", {"title": "d"}).status == 200
+        albums[2]["title"] = "d"
+        assert read_back(path) == as_json_server_writes({"albums": albums})  # not 10, 2
+        for given in ("b", "a"):
+            assert call(running, "POST", "/albums", {"id": given}).status == 201
+        albums += [{"id": "b"}, {"id": "a"}]  # last, as json-server adds them
+        assert read_back(path) == as_json_server_writes({"albums": albums})
+        assert item_ids(call(running, "GET", "/albums")) == ["10", "2", "a", "abc", "b"]
+    finally:
+        stop_server(running)
+
+
+def test_the_start_line_names_the_files_first_resource_where_it_is_served(tmp_path):
+    process, banner = run_service("--port", "0", write_db_json(tmp_path, {"posts": []}))
+    try:
+        assert banner == ("Serving posts API on http://127.0.0.1:%d/posts (press Ctrl-C to "
+                          "stop)\n" % port_of(banner))
+        assert call(Port(port_of(banner)), "GET", "/posts").status == 200  # serving: SIGTERM
+    finally:
+        process.terminate()
+        process.communicate(timeout=10)
+    assert process.returncode == 0
+
+
+def test_a_key_an_item_lacks_stays_absent_and_a_patchs_null_removes_one(tmp_path, variant):
+    posts = [{"id": 1, "title": "a", "body": "x"}, {"id": 2, "title": "b"}]
+    running, path = file_server(tmp_path, {"posts": posts}, variant)
+    try:
+        replace_by_hand(path, {"posts": posts + [{"id": 3, "body": "by hand"}]})
+        assert served_within(running, "/posts/3", {"id": 3, "body": "by hand"})
+        assert call(running, "GET", "/posts/2").json() == {"id": 2, "title": "b"}
+        reply = call(running, "PATCH", "/posts/1", {"body": None, "title": "c"})
+        assert (reply.status, reply.json()) == (200, {"id": 1, "title": "c"})
+        assert call(running, "PUT", "/posts/2", {"title": None}).json() == {"id": 2, "title": None}
+        assert read_back(path) == as_json_server_writes({"posts": [
+            {"id": 1, "title": "c"}, {"id": 2, "title": None}, {"id": 3, "body": "by hand"}]})
     finally:
         stop_server(running)
