@@ -7309,20 +7309,29 @@ ADMIN_REFUSED = ("A request to /__admin/ from a web page on another origin is re
                  "test controls are for test runners, never for pages a browser visits.")
 
 
+@pytest.fixture(scope="module", params=SERVER_KINDS)
+def guarded(request, tmp_path_factory):
+    """A server of its own on each store, whose list and journal stay short: the module's
+    shared one holds the last thousand requests, read whole twice a test."""
+    running = start_server(**options_for(request.param, tmp_path_factory))
+    yield running
+    stop_server(running)
+
+
 @pytest.mark.parametrize("headers", CROSS_SITE)
 @pytest.mark.parametrize("method, path", [("POST", "/__admin/reset"),
                                           ("GET", "/__admin/requests"),
                                           ("DELETE", "/__admin/requests"),
                                           ("OPTIONS", "/__admin/reset")])
 def test_a_test_control_asked_from_another_origin_is_403_and_does_nothing(
-        server, headers, method, path):
-    create(server)  # something a reset would take away
-    before, kept = everyone(server), journal(server, headers={})
-    reply = call(server, method, path, headers=headers)
+        guarded, headers, method, path):
+    create(guarded)  # something a reset would take away
+    before, kept = everyone(guarded), journal(guarded, headers={})
+    reply = call(guarded, method, path, headers=headers)
     assert assert_problem(reply, 403)["detail"] == ADMIN_REFUSED
     assert not [name for name in reply.headers if name.startswith("Access-Control")]
-    assert journal(server, headers={}) == kept
-    assert everyone(server) == before
+    assert journal(guarded, headers={}) == kept
+    assert everyone(guarded) == before
 
 
 @pytest.mark.parametrize("headers", [{}, {"Sec-Fetch-Site": "same-origin"},
