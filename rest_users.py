@@ -2863,7 +2863,8 @@ class FakeApiHandler(UsersHandler):
     def handle_api_request(self):
         """json-server's --routes rewrite the target first; then a GET of a path that no
         route takes is a file of --static's folder, if the folder has it."""
-        self.path = rewritten(self.server.fake_api.rewrites, self.path)
+        if self.server.fake_api.rewrites:
+            self.path = rewritten(self.server.fake_api.rewrites, self.path)
         if self.server.fake_api.static is None or not self.sent_static_file():
             super().handle_api_request()
 
@@ -3010,19 +3011,20 @@ class Journal:
     def add(self, method, target, fields, body, status):
         """Keep one request, as it is answered: its method, target, header fields as (name,
         value) pairs, body, status and the time (within a millisecond of when it came)."""
-        request = (method, target, cut_fields(fields, self.MAX_FIELDS), body[:self.MAX_BODY],
-                   status, time.time())
+        pairs, characters = cut_fields(fields, self.MAX_FIELDS)
+        request = (method, target, pairs, body[:self.MAX_BODY], status, time.time())
+        size = len(target) + len(request[3]) + characters  # roughly its bytes
         with self.lock:
-            self.kept.append(request)
-            self.size += request_size(request)
+            self.kept.append((request, size))
+            self.size += size
             while len(self.kept) > self.LIMIT or self.size > self.MAX_BYTES:
-                self.size -= request_size(self.kept.popleft())
+                self.size -= self.kept.popleft()[1]
 
     def entries(self):
         """The requests kept, oldest first, as JSON objects."""
         with self.lock:
             kept = list(self.kept)
-        return [journal_entry(*request) for request in kept]
+        return [journal_entry(*request) for request, _ in kept]
 
     def clear(self):
         """Forget every request."""
@@ -3033,21 +3035,16 @@ class Journal:
 
 def cut_fields(pairs, budget):
     """Header fields as (name, value) pairs, up to a budget of characters in all: the value
-    that crosses it is cut and ends in "...", and the fields after it are left out."""
-    kept = []
+    that crosses it is cut and ends in "...", and the fields after it are left out; and the
+    characters kept, which a request's weight counts."""
+    kept, left = [], budget
     for name, value in pairs:
-        if len(name) + len(value) > budget:
-            kept.append((name[:budget], value[:max(0, budget - len(name))] + "..."))
-            break
+        if len(name) + len(value) > left:
+            kept.append((name[:left], value[:max(0, left - len(name))] + "..."))
+            return kept, budget
         kept.append((name, value))
-        budget -= len(name) + len(value)
-    return kept
-
-
-def request_size(request):
-    """What a kept request weighs, roughly its bytes: its target, header fields and body."""
-    _, target, pairs, body = request[:4]
-    return len(target) + len(body) + sum(len(name) + len(value) for name, value in pairs)
+        left -= len(name) + len(value)
+    return kept, budget - left
 
 
 # Credentials are shown as *** (a browser sends localhost's cookies of other apps too)
@@ -3731,6 +3728,12 @@ class FileKeptStore(ResettableMemoryStore):
 
     db_file = None  # the DbFile of the server, when it keeps one
 
+    def __init__(self, *args, **kwargs):
+        """A MemoryStore's start, knowing once whether its ids are text."""
+        super().__init__(*args, **kwargs)
+        # a resource served anew keeps its kind (serve_fields): decided once, not per request
+        self.text_ids = isinstance(self.resource, TextIdResource)
+
     def create(self, fields, write=True, check=None):
         """The core's create, saved; items kept in id order, a given id among them."""
         with self.lock:
@@ -3755,7 +3758,7 @@ class FileKeptStore(ResettableMemoryStore):
 
     def get(self, item_id):
         """The core's get, of an id as the store keeps it."""
-        return super().get(self.own_id(item_id))
+        return super().get(self.own_id(item_id) if self.text_ids else item_id)
 
     def list(self, query):
         """The core's list, under the lock where a write may add a field: every item of the
@@ -3785,11 +3788,6 @@ class FileKeptStore(ResettableMemoryStore):
         self.resource = self.db_file.opened(type(old)(old.collection, fields, item=old.item))
         self.start(items)
         self.last_id, self.changes = last_id, changes + 1  # no page kept from before
-
-    @property
-    def text_ids(self):
-        """Whether the ids are text (a TextIdResource's)."""
-        return isinstance(self.resource, TextIdResource)
 
     def own_id(self, item_id):
         """An id as the store keeps it: a text id that a path's digits made a number, text."""
