@@ -768,7 +768,7 @@ def check_field(resource, name, value, path_id, given):
     if field is None:
         return "is not a field of %s; %s" % (a_or_an(resource.item), "the fields are " + in_words(
             resource.field_names) if resource.fields else "it has none")
-    if is_none(value) and not field.required and is_none(field.default):
+    if not field.required and is_none(value) and is_none(field.default):
         return None  # an optional field's none: left out, or removed by a merge patch
     problem = TYPES[field.type].check(value)
     if problem is None and field.max_length is not None and len(value) > field.max_length:
@@ -2849,6 +2849,7 @@ def headers_to_allow(asked):
 ADMIN_ROUTES = [route("/__admin/reset", r"/__admin/reset", {"POST": "reset"}, cors=False),
                 route("/__admin/requests", r"/__admin/requests",
                       {"GET": "list_requests", "DELETE": "clear_requests"}, cors=False)]
+ADMIN_TARGET = re.compile(r"/__admin(?:[/?]|$)")  # a target at /__admin or under it
 ADMIN_REFUSED = ("A request to /__admin/ from a web page on another origin is refused: the "
                  "test controls are for test runners, never for pages a browser visits.")
 
@@ -2898,7 +2899,7 @@ class FakeApiHandler(UsersHandler):
         """After the checks of who asks: a test control is refused to a page on another
         origin, and --fail-rate may fail a request for a resource."""
         super().check_caller()
-        if is_under(self.path.partition("?")[0], "/__admin") and self.from_another_origin():
+        if ADMIN_TARGET.match(self.path) and self.from_another_origin():
             raise ApiError(HTTPStatus.FORBIDDEN, ADMIN_REFUSED)
         if self.server.fake_api.fail_rate and self.for_resource():  # without it, no match
             fail_on_demand(self.server.fake_api.fail_rate, self.command)
@@ -3737,24 +3738,28 @@ class FileKeptStore(ResettableMemoryStore):
     def create(self, fields, write=True, check=None):
         """The core's create, saved; items kept in id order, a given id among them."""
         with self.lock:
-            before, last_id = self.before_change(write), self.last_id
+            before = self.before_change(write) if self.db_file else None  # none: none to save
+            last_id = self.last_id
             item = super().create(fields, write, check)
             if item is not None and (self.text_ids or item.id < last_id):
                 self.items = dict(sorted(self.items.items()))
                 self.last_id = last_id if self.text_ids else max(last_id, item.id)
-            return self.saved(before, item)
+            return item if before is None else self.saved(before, item)
 
     def update(self, item_id, change, write=True):
         """The core's update, saved."""
         with self.lock:
-            before = self.before_change(write)
-            return self.saved(before, super().update(self.own_id(item_id), change, write))
+            before = self.before_change(write) if self.db_file else None
+            item_id = self.own_id(item_id) if self.text_ids else item_id
+            item = super().update(item_id, change, write)
+            return item if before is None else self.saved(before, item)
 
     def delete(self, item_id, check, write=True):
         """The core's delete, saved."""
         with self.lock:
-            before = self.before_change(write)
-            return self.saved(before, super().delete(self.own_id(item_id), check, write))
+            before = self.before_change(write) if self.db_file else None
+            item = super().delete(self.own_id(item_id) if self.text_ids else item_id, check, write)
+            return item if before is None else self.saved(before, item)
 
     def get(self, item_id):
         """The core's get, of an id as the store keeps it."""
