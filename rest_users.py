@@ -6333,12 +6333,21 @@ class DefaultHandler(FastHandler, PlainHandler):
     """PlainHandler with the speed-ups of Appendix F."""
 
 
-class PlainMemoryStore(FileKeptStore, DialectMemoryStore, ResettableMemoryStore):
+class PlainMemoryStore(DialectMemoryStore, ResettableMemoryStore):
     """The core's store with Appendix C's additions."""
 
 
 class DefaultMemoryStore(FastMemoryStore, PlainMemoryStore):
     """PlainMemoryStore with the speed-up of Appendix F."""
+
+
+# Only a server that keeps a file has its stores keep it: the others do no file's work
+class PlainFileStore(FileKeptStore, PlainMemoryStore):
+    """PlainMemoryStore that keeps the file a server serves (`rest_users.py db.json`)."""
+
+
+class DefaultFileStore(FastMemoryStore, PlainFileStore):
+    """PlainFileStore with the speed-up of Appendix F."""
 
 
 class PlainServer(FileServer, CorsServer, EdgeServer):
@@ -6395,7 +6404,7 @@ def make_server(host=DEFAULT_HOST, port=DEFAULT_PORT, *, db=None, api_key=None, 
                 stores[-1].keep_declaration()
                 fake_api.add_items_to(stores[-1])  # a table that never held an item
             else:
-                stores.append((PlainMemoryStore if plain else DefaultMemoryStore)(
+                stores.append(memory_store_class(plain, db_file)(
                     fake_api.starting_items(resource), resource, stores[0] if stores else None))
         return server_class((host, port), stores, api_key=api_key, cors=cors,
                             no_cors=no_cors, max_body=max_body, quiet=quiet, timeout=timeout,
@@ -6405,6 +6414,14 @@ def make_server(host=DEFAULT_HOST, port=DEFAULT_PORT, *, db=None, api_key=None, 
         for store in stores:
             store.close()
         raise
+
+
+def memory_store_class(plain, db_file):
+    """The class of the stores in memory: with the speed-ups unless plain, keeping a file
+    if there is one."""
+    if db_file:
+        return PlainFileStore if plain else DefaultFileStore
+    return PlainMemoryStore if plain else DefaultMemoryStore
 
 
 def serve_file(fake_api, path, db, plain=False, id_key="id", suffix="Id"):
