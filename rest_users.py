@@ -175,10 +175,10 @@ def find_route(routes, path):
     """Return the route for a path and the arguments it captures (ids), or (None, None)."""
     for candidate in routes:
         match = candidate.pattern.fullmatch(path)
-        arguments = [int(group) if ITEM_ID.fullmatch(group) else group  # or text: Appendix C
-                     for group in match.groups()] if match else None
-        if match and max([each for each in arguments if type(each) is int], default=0) <= MAX_ID:
-            return candidate, arguments
+        ids = map(int, filter(ITEM_ID.fullmatch, match.groups())) if match else ()
+        if match and max(ids, default=0) <= MAX_ID:
+            return candidate, [int(group) if ITEM_ID.fullmatch(group) else group  # or text:
+                               for group in match.groups()]  # Appendix C
     return None, None
 
 
@@ -3012,8 +3012,10 @@ class Journal:
     def add(self, method, target, fields, body, status):
         """Keep one request, as it is answered: its method, target, header fields as (name,
         value) pairs, body, status and the time (within a millisecond of when it came)."""
-        pairs, characters = cut_fields(fields, self.MAX_FIELDS)
-        request = (method, target, pairs, body[:self.MAX_BODY], status, time.time())
+        characters = sum(map(len, itertools.chain.from_iterable(fields)))  # names and values
+        if characters > self.MAX_FIELDS:
+            fields, characters = cut_fields(fields, self.MAX_FIELDS), self.MAX_FIELDS
+        request = (method, target, list(fields), body[:self.MAX_BODY], status, time.time())
         size = len(target) + len(request[3]) + characters  # roughly its bytes
         with self.lock:
             self.kept.append((request, size))
@@ -3036,16 +3038,15 @@ class Journal:
 
 def cut_fields(pairs, budget):
     """Header fields as (name, value) pairs, up to a budget of characters in all: the value
-    that crosses it is cut and ends in "...", and the fields after it are left out; and the
-    characters kept, which a request's weight counts."""
-    kept, left = [], budget
+    that crosses it is cut and ends in "...", and the fields after it are left out."""
+    kept = []
     for name, value in pairs:
-        if len(name) + len(value) > left:
-            kept.append((name[:left], value[:max(0, left - len(name))] + "..."))
-            return kept, budget
+        if len(name) + len(value) > budget:
+            kept.append((name[:budget], value[:max(0, budget - len(name))] + "..."))
+            break
         kept.append((name, value))
-        left -= len(name) + len(value)
-    return kept, budget - left
+        budget -= len(name) + len(value)
+    return kept
 
 
 # Credentials are shown as *** (a browser sends localhost's cookies of other apps too)
