@@ -2700,10 +2700,11 @@ class CorsHandler(UsersHandler):
     def response_fields(self, status, body, content_type, headers):
         """The CORS headers after a response's own, on every answer to an allowed origin,
         unless the route says it carries none."""
-        if self.route is None or self.route.cors:
-            cors = cors_headers(self.server.cors, self.headers)
-            if not cors and self.headers is not None and "Origin" in self.headers:
-                self.note_refused_origin(self.headers.get("Origin"))
+        origin = None if self.headers is None else self.headers.get("Origin")
+        if origin is not None and (self.route is None or self.route.cors):  # else no CORS
+            cors = cors_headers(self.server.cors, self.headers)  # request (Fetch's Origin)
+            if not cors:
+                self.note_refused_origin(origin)
             headers = list(headers) + cors
         return super().response_fields(status, body, content_type, headers)
 
