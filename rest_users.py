@@ -175,10 +175,10 @@ def find_route(routes, path):
     """Return the route for a path and the arguments it captures (ids), or (None, None)."""
     for candidate in routes:
         match = candidate.pattern.fullmatch(path)
-        arguments = [int(group) if ITEM_ID.fullmatch(group) else group  # or text: Appendix C
-                     for group in match.groups()] if match else None
-        if match and max([each for each in arguments if type(each) is int], default=0) <= MAX_ID:
-            return candidate, arguments
+        ids = map(int, filter(ITEM_ID.fullmatch, match.groups())) if match else ()
+        if match and max(ids, default=0) <= MAX_ID:
+            return candidate, [int(group) if ITEM_ID.fullmatch(group) else group  # or text:
+                               for group in match.groups()]  # Appendix C
     return None, None
 
 
@@ -768,7 +768,7 @@ def check_field(resource, name, value, path_id, given):
     if field is None:
         return "is not a field of %s; %s" % (a_or_an(resource.item), "the fields are " + in_words(
             resource.field_names) if resource.fields else "it has none")
-    if is_none(value) and not field.required and is_none(field.default):
+    if not field.required and is_none(value) and is_none(field.default):
         return None  # an optional field's none: left out, or removed by a merge patch
     problem = TYPES[field.type].check(value)
     if problem is None and field.max_length is not None and len(value) > field.max_length:
@@ -2701,10 +2701,11 @@ class CorsHandler(UsersHandler):
     def response_fields(self, status, body, content_type, headers):
         """The CORS headers after a response's own, on every answer to an allowed origin,
         unless the route says it carries none."""
-        if self.route is None or self.route.cors:
-            cors = cors_headers(self.server.cors, self.headers)
-            if not cors and self.headers is not None and "Origin" in self.headers:
-                self.note_refused_origin(self.headers.get("Origin"))
+        origin = None if self.headers is None else self.headers.get("Origin")
+        if origin is not None and (self.route is None or self.route.cors):  # else no CORS
+            cors = cors_headers(self.server.cors, self.headers)  # request (Fetch's Origin)
+            if not cors:
+                self.note_refused_origin(origin)
             headers = list(headers) + cors
         return super().response_fields(status, body, content_type, headers)
 
@@ -2850,6 +2851,7 @@ def headers_to_allow(asked):
 ADMIN_ROUTES = [route("/__admin/reset", r"/__admin/reset", {"POST": "reset"}, cors=False),
                 route("/__admin/requests", r"/__admin/requests",
                       {"GET": "list_requests", "DELETE": "clear_requests"}, cors=False)]
+ADMIN_TARGET = re.compile(r"/__admin(?:[/?]|$)")  # a target at /__admin or under it
 ADMIN_REFUSED = ("A request to /__admin/ from a web page on another origin is refused: the "
                  "test controls are for test runners, never for pages a browser visits.")
 
@@ -2864,7 +2866,8 @@ class FakeApiHandler(UsersHandler):
     def handle_api_request(self):
         """json-server's --routes rewrite the target first; then a GET of a path that no
         route takes is a file of --static's folder, if the folder has it."""
-        self.path = rewritten(self.server.fake_api.rewrites, self.path)
+        if self.server.fake_api.rewrites:
+            self.path = rewritten(self.server.fake_api.rewrites, self.path)
         if self.server.fake_api.static is None or not self.sent_static_file():
             super().handle_api_request()
 
@@ -2898,7 +2901,7 @@ class FakeApiHandler(UsersHandler):
         """After the checks of who asks: a test control is refused to a page on another
         origin, and --fail-rate may fail a request for a resource."""
         super().check_caller()
-        if is_under(self.path.partition("?")[0], "/__admin") and self.from_another_origin():
+        if ADMIN_TARGET.match(self.path) and self.from_another_origin():
             raise ApiError(HTTPStatus.FORBIDDEN, ADMIN_REFUSED)
         if self.server.fake_api.fail_rate and self.for_resource():  # without it, no match
             fail_on_demand(self.server.fake_api.fail_rate, self.command)
@@ -3011,19 +3014,22 @@ class Journal:
     def add(self, method, target, fields, body, status):
         """Keep one request, as it is answered: its method, target, header fields as (name,
         value) pairs, body, status and the time (within a millisecond of when it came)."""
-        request = (method, target, cut_fields(fields, self.MAX_FIELDS), body[:self.MAX_BODY],
-                   status, time.time())
+        characters = sum(map(len, itertools.chain.from_iterable(fields)))  # names and values
+        if characters > self.MAX_FIELDS:
+            fields, characters = cut_fields(fields, self.MAX_FIELDS), self.MAX_FIELDS
+        request = (method, target, list(fields), body[:self.MAX_BODY], status, time.time())
+        size = len(target) + len(request[3]) + characters  # roughly its bytes
         with self.lock:
-            self.kept.append(request)
-            self.size += request_size(request)
+            self.kept.append((request, size))
+            self.size += size
             while len(self.kept) > self.LIMIT or self.size > self.MAX_BYTES:
-                self.size -= request_size(self.kept.popleft())
+                self.size -= self.kept.popleft()[1]
 
     def entries(self):
         """The requests kept, oldest first, as JSON objects."""
         with self.lock:
             kept = list(self.kept)
-        return [journal_entry(*request) for request in kept]
+        return [journal_entry(*request) for request, _ in kept]
 
     def clear(self):
         """Forget every request."""
@@ -3043,12 +3049,6 @@ def cut_fields(pairs, budget):
         kept.append((name, value))
         budget -= len(name) + len(value)
     return kept
-
-
-def request_size(request):
-    """What a kept request weighs, roughly its bytes: its target, header fields and body."""
-    _, target, pairs, body = request[:4]
-    return len(target) + len(body) + sum(len(name) + len(value) for name, value in pairs)
 
 
 # Credentials are shown as *** (a browser sends localhost's cookies of other apps too)
@@ -3785,33 +3785,43 @@ class FileKeptStore(ResettableMemoryStore):
 
     db_file = None  # the DbFile of the server, when it keeps one
 
+    def __init__(self, *args, **kwargs):
+        """A MemoryStore's start, knowing once whether its ids are text."""
+        super().__init__(*args, **kwargs)
+        # a resource served anew keeps its kind (serve_fields): decided once, not per request
+        self.text_ids = isinstance(self.resource, TextIdResource)
+
     def create(self, fields, write=True, check=None):
         """The core's create, saved; items kept in id order, a given id among them."""
         with self.lock:
-            before, last_id = self.before_change(write), self.last_id
+            before = self.before_change(write) if self.db_file else None  # none: none to save
+            last_id = self.last_id
             item = super().create(fields, write, check)
             if item is not None and self.text_ids:  # written last, as json-server adds it
                 self.resource.layout.order.setdefault(item.id, len(self.resource.layout.order))
             if item is not None and (self.text_ids or item.id < last_id):
                 self.items = dict(sorted(self.items.items()))
                 self.last_id = last_id if self.text_ids else max(last_id, item.id)
-            return self.saved(before, item)
+            return item if before is None else self.saved(before, item)
 
     def update(self, item_id, change, write=True):
         """The core's update, saved."""
         with self.lock:
-            before = self.before_change(write)
-            return self.saved(before, super().update(self.own_id(item_id), change, write))
+            before = self.before_change(write) if self.db_file else None
+            item_id = self.own_id(item_id) if self.text_ids else item_id
+            item = super().update(item_id, change, write)
+            return item if before is None else self.saved(before, item)
 
     def delete(self, item_id, check, write=True):
         """The core's delete, saved."""
         with self.lock:
-            before = self.before_change(write)
-            return self.saved(before, super().delete(self.own_id(item_id), check, write))
+            before = self.before_change(write) if self.db_file else None
+            item = super().delete(self.own_id(item_id) if self.text_ids else item_id, check, write)
+            return item if before is None else self.saved(before, item)
 
     def get(self, item_id):
         """The core's get, of an id as the store keeps it."""
-        return super().get(self.own_id(item_id))
+        return super().get(self.own_id(item_id) if self.text_ids else item_id)
 
     def list(self, query):
         """The core's list, under the lock where a write may add a field: every item of the
@@ -3842,11 +3852,6 @@ class FileKeptStore(ResettableMemoryStore):
                                             old.layout)
         self.start(items)
         self.last_id, self.changes = last_id, changes + 1  # no page kept from before
-
-    @property
-    def text_ids(self):
-        """Whether the ids are text (a TextIdResource's)."""
-        return isinstance(self.resource, TextIdResource)
 
     def own_id(self, item_id):
         """An id as the store keeps it: a text id that a path's digits made a number, text."""
@@ -6598,12 +6603,21 @@ class DefaultHandler(FastHandler, PlainHandler):
     """PlainHandler with the speed-ups of Appendix F."""
 
 
-class PlainMemoryStore(FileKeptStore, DialectMemoryStore, ResettableMemoryStore):
+class PlainMemoryStore(DialectMemoryStore, ResettableMemoryStore):
     """The core's store with Appendix C's additions."""
 
 
 class DefaultMemoryStore(FastMemoryStore, PlainMemoryStore):
     """PlainMemoryStore with the speed-up of Appendix F."""
+
+
+# Only a server that keeps a file has its stores keep it: the others do no file's work
+class PlainFileStore(FileKeptStore, PlainMemoryStore):
+    """PlainMemoryStore that keeps the file a server serves (`rest_users.py db.json`)."""
+
+
+class DefaultFileStore(FastMemoryStore, PlainFileStore):
+    """PlainFileStore with the speed-up of Appendix F."""
 
 
 class PlainServer(FileServer, CorsServer, EdgeServer):
@@ -6660,7 +6674,7 @@ def make_server(host=DEFAULT_HOST, port=DEFAULT_PORT, *, db=None, api_key=None, 
                 stores[-1].keep_declaration()
                 fake_api.add_items_to(stores[-1])  # a table that never held an item
             else:
-                stores.append((PlainMemoryStore if plain else DefaultMemoryStore)(
+                stores.append(memory_store_class(plain, db_file)(
                     fake_api.starting_items(resource), resource, stores[0] if stores else None))
         return server_class((host, port), stores, api_key=api_key, cors=cors,
                             no_cors=no_cors, max_body=max_body, quiet=quiet, timeout=timeout,
@@ -6670,6 +6684,14 @@ def make_server(host=DEFAULT_HOST, port=DEFAULT_PORT, *, db=None, api_key=None, 
         for store in stores:
             store.close()
         raise
+
+
+def memory_store_class(plain, db_file):
+    """The class of the stores in memory: with the speed-ups unless plain, keeping a file
+    if there is one."""
+    if db_file:
+        return PlainFileStore if plain else DefaultFileStore
+    return PlainMemoryStore if plain else DefaultMemoryStore
 
 
 def serve_file(fake_api, path, db, plain=False, id_key="id", suffix="Id"):

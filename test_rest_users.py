@@ -9322,3 +9322,32 @@ def test_a_key_an_item_lacks_stays_absent_and_a_patchs_null_removes_one(tmp_path
             {"id": 1, "title": "c"}, {"id": 2, "title": None}, {"id": 3, "body": "by hand"}]})
     finally:
         stop_server(running)
+
+
+# -- fix-perf: the journal's bounds, as it weighs a request with fewer calls --
+
+def test_journal_cuts_header_fields_past_their_budget():
+    journal = rest_users.Journal()
+    journal.MAX_FIELDS = 10
+    journal.add("GET", "/users", [("Host", "a"), ("X-Long", "abcdefghij"), ("After", "x")],
+                b"", 200)
+    [entry] = journal.entries()
+    assert entry["headers"] == {"Host": "a", "X-Lon": "..."}
+
+
+def test_journal_keeps_header_fields_within_their_budget_whole():
+    journal = rest_users.Journal()
+    fields = [("Host", "a"), ("Accept", "application/json")]
+    journal.add("GET", "/users", fields, b"", 200)
+    fields.append(("Later", "x"))  # the journal keeps its own copy
+    assert journal.entries()[0]["headers"] == {"Host": "a", "Accept": "application/json"}
+
+
+def test_journal_drops_the_oldest_requests_past_its_bytes():
+    journal = rest_users.Journal()
+    journal.MAX_BYTES = 40
+    journal.add("GET", "/users/1", [("Host", "a")], b"", 200)  # 8 + 5 characters
+    journal.add("POST", "/users", [("Host", "a")], b"0123456789" * 2, 201)  # 6 + 20 + 5
+    assert [entry["method"] for entry in journal.entries()] == ["POST"]
+    journal.clear()
+    assert (journal.entries(), journal.size) == ([], 0)
