@@ -1513,9 +1513,10 @@ def tls_context(cacert=None, capath=None, cert=None, key=None, insecure=False, l
     if insecure:
         context.check_hostname = False
         context.verify_mode = ssl.CERT_NONE
-    if lowest is not None and hasattr(ssl, "TLSVersion"):
-        context.minimum_version = getattr(ssl.TLSVersion, lowest.replace(".", "_"))
-    elif lowest is not None:  # Python 3.6 has no minimum_version
+    versions = getattr(ssl, "TLSVersion", None)  # Python 3.7's; 3.6 has no minimum_version
+    if lowest is not None and versions is not None:
+        context.minimum_version = getattr(versions, lowest.replace(".", "_"))
+    elif lowest is not None:
         context.options |= ssl.OP_NO_TLSv1 | ssl.OP_NO_TLSv1_1 | (
             ssl.OP_NO_TLSv1_2 if lowest == "TLSv1.3" else 0)
     return context
