@@ -13,24 +13,51 @@ One call sends one request and never raises for network trouble: it returns
     else:
         print(resp.status_code, resp.headers["content-type"][0], resp.json())
 
-How a request travels through this file: send() hands it to the default Client, whose send()
-retries as asked; send_once() prepares it (prepare: the URL, headers and body checked and
-built) and exchanges it (Client.exchange: a kept connection or a new one, the request
-written with http.client, the reply's head read, its body read or written to a file), then
-follows a redirect if the settings say so (next_request). A 4xx or 5xx is a Response like
-any other, a timeout always applies (to the whole exchange), a body is never silently
-labelled as a form, and repeated headers (two Set-Cookie lines) keep every value.
+Up to the banner "Appendices: you can stop reading here" this file is the whole client in
+plain Python, and runs on its own: it sends one request on one connection, http or https,
+with headers, query parameters and a body (bytes, text, or JSON from a dict or list), and
+returns the reply, or the error that says what failed. A request travels through it so:
 
-A Client holds settings given once (a base URL, headers, credentials, TLS, a proxy, a
-cookie jar, a timeout, retries, redirects); send() is the same call on a default client.
-Errors say what failed: each is an OSError whose type names the cause (NameNotResolved,
-CouldNotConnect, Timeout, TLSError, ProxyError, TooManyRedirects, ReplyCutShort, ...).
+ 1. send() hands the request to the default Client; Client.send takes this request's
+    changes to the client's settings (settings_for), makes its attempts (one, in the core),
+    and returns their outcome.
+ 2. send_once prepares it (prepare: the URL, the headers and the body checked and built into
+    an Outgoing), then exchanges it, and asks next_request whether a redirect follows (none,
+    in the core).
+ 3. exchange finds where it goes (route), opens a Connection (connect: TCP, then TLS for
+    https), writes the request with http.client (send_request), reads the reply's head
+    (response_head) and its body (read_body, bounded by max_body), and lets the connection
+    go (release).
+ 4. What goes wrong on the way raises an OSError (or a ValueError for what cannot be sent);
+    send_once returns it as the error value, typed by what failed (explained): NameNotResolved,
+    CouldNotConnect, Timeout, TLSError, ReplyCutShort, ReplyTooLarge, ...
 
-After the plain client, one part per concern: kept connections, downloads, content
-codings, TLS, proxies, credentials, cookies, forms, showing the exchange, and the command
-line, which takes curl's own command lines (python rest_client.py -fsSL URL -o file), with
-curl's meaning and exit statuses, as well as this client's first form, METHOD URL, where
-API_KEY in the environment becomes a Bearer token (a curl line reads no API_KEY):
+A Client holds settings given once; send() is the same call on a default client. Each
+appendix is a layer: a subclass of the core's Client that overrides hooks the core leaves
+(the methods named above), and owns the settings it adds, in the order httpx's layers run,
+from the connection out:
+ A. KeptConnections: one TCP connection for many requests (start, release, close).
+ B. TLS: the caller's CAs, client certificates, and hints on failure (context=; route,
+    tls_failure); tls_context() makes a context.
+ C. Proxies, chosen as curl chooses them (proxy=, noproxy=; route, open_tunnel, head_for).
+ D. Credentials: Basic authentication from auth=, the URL or .netrc (netrc=; add_headers).
+ E. Cookies: an http.cookiejar jar, filled by replies and sent from (cookies=; head_for,
+    replied).
+ F. Forms: multipart/form-data with files read as they are sent, and URL-encoded forms
+    (body_for).
+ G. Downloads: a body written to a file as it arrives (save_to=, progress=, save_errors=;
+    arriving, kept, outcome).
+ H. Content codings: gzip and deflate replies, decoded in bounded steps (compressed=;
+    add_headers, decoded).
+ I. Redirects, followed by curl -L's rules when asked (follow_redirects=, max_redirects=,
+    keep_method=, auto_referer=; next_request).
+ J. Retries of idempotent requests, with backoff and Retry-After (retries=; attempts).
+ K. Verbose: what the client tells its trace, shown in curl -v's lines (tell).
+ L. The Client all of them make, in one list, and send() on it.
+ M. The command line, on the public Client alone: curl's own command lines (python
+    rest_client.py -fsSL URL -o file), with curl's meaning and exit statuses, and this
+    client's first form, METHOD URL, where API_KEY in the environment becomes a Bearer
+    token (a curl line reads no API_KEY):
 
     python rest_client.py GET http://127.0.0.1:8000/users -q limit=5 -i
     python rest_client.py POST http://127.0.0.1:8000/users -H "X-Test: 1" \\
@@ -49,35 +76,26 @@ import sys
 import threading
 import time
 from collections import namedtuple
-from urllib.parse import quote, unquote, urlencode, urljoin, urlsplit, urlunsplit
+from urllib.parse import quote, urlencode, urljoin, urlsplit, urlunsplit
 
 __all__ = ["Method", "Request", "Response", "Headers", "Client", "SAFE", "ALL", "MultipartForm",
-           "UrlEncodedForm", "Upload", "send", "tls_context", "close", "main", "TransferError",
-           "NameNotResolved", "CouldNotConnect", "Timeout", "TLSError", "UntrustedCertificate",
-           "ProxyError", "ProxyNotResolved", "TooManyRedirects", "EmptyReply", "ReceiveError",
-           "ReplyCutShort", "UndecodableReply", "ReplyTooLarge", "MalformedReply"]
+           "UrlEncodedForm", "Upload", "Download", "send", "tls_context", "close", "main",
+           "retry_after", "read_cookie_file", "cookie_file_text", "netrc_credentials",
+           "TransferError", "NameNotResolved", "CouldNotConnect", "Timeout", "TLSError",
+           "UntrustedCertificate", "ProxyError", "ProxyNotResolved", "TooManyRedirects",
+           "EmptyReply", "ReceiveError", "ReplyCutShort", "UndecodableReply", "ReplyTooLarge",
+           "MalformedReply"]
 
 DEFAULT_TIMEOUT = 30.0  # seconds
-MAX_REDIRECTS = 10
-IDEMPOTENT_METHODS = ("GET", "HEAD", "PUT", "DELETE", "OPTIONS")  # RFC 9110 §9.2.2
-RETRY_STATUSES = (429, 503)  # Too Many Requests, Service Unavailable: "try again later"
-REDIRECT_STATUSES = (301, 302, 303, 307, 308)  # RFC 9110 §15.4
-MAX_RETRY_AFTER = 30.0  # seconds: a server asking for longer gets this much
-FIRST_BACKOFF, MAX_BACKOFF = 0.5, 8.0  # seconds, without a Retry-After
-ASCII_DIGITS = re.compile(r"[0-9]+")  # delay-seconds (RFC 9110 §10.2.3) is DIGIT, ASCII only
+ASCII_DIGITS = re.compile(r"[0-9]+")  # a length, or delay-seconds (RFC 9110 §10.2.3): ASCII
 TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # a method or header name (RFC 9110 §5.6.2)
 NON_ASCII = re.compile(r"[^\x00-\x7f]")
 URL_SAFE = "/%:@!$&'()*+,;=?-._~[]"  # what quote() leaves alone in a path and query:
 # brackets too, as curl, browsers and requests send them (ids[]=1, a PHP or Rails list)
-ACCEPT_ENCODING = "gzip, deflate"  # what the client asks for unless the caller says otherwise
 USER_AGENT = "rest_client.py"
-CHUNK_SIZE = 1 << 20  # bytes read at a time from a reply being saved, and from a file to upload
+CHUNK_SIZE = 1 << 20  # bytes read at a time from a reply, and from a file to upload
 MAX_BODY = 64 << 20  # bytes of a body, once decoded, kept in memory unless max_body says
-CREDENTIAL_HEADERS = ("authorization", "cookie", "proxy-authorization")  # never sent on to
-# another host or from https to http by a redirect (RFC 9110 §15.4: a client should not)
 DEFAULT_PORTS = {"http": 80, "https": 443}
-MAX_ROUTES = 256  # places a client remembers how to reach
-SAFE, ALL = "safe", "all"  # follow_redirects: GET and HEAD only (the default), or every method
 
 
 class Method:
@@ -101,13 +119,15 @@ sent as JSON, a MultipartForm or an UrlEncodedForm, a binary file object or an i
 bytes sent as it is read, or None)."""
 
 
+
 class Response(namedtuple("Response", "status_code body headers")):
     """What came back: the status (int), the body decoded as text, and the headers (a
     Headers dict from each name, as the server spelled it, to the list of its values).
     content is the body's exact bytes; url is the URL that answered, after redirects
     (redirects says how many); version and reason are the status line's, as received.
     After a download (send's save_to), body and content are empty, saved_to is where the
-    bytes went, and saved_size how many there were."""
+    bytes went, and saved_size how many there were. A Response is made whole (made) and
+    never changed after."""
 
     url = None
     content = b""
@@ -116,6 +136,13 @@ class Response(namedtuple("Response", "status_code body headers")):
     version, reason, redirects, header_lines = "HTTP/1.1", "", 0, ()
     from_proxy = False  # a proxy's refusal to open a tunnel (a 407 to CONNECT, say)
     raw_head = None  # the head's bytes as they came, when a trace was given
+
+    @classmethod
+    def made(cls, status_code, body, headers, **details):
+        """A Response with the details above (url=, content=, ...) that differ from none."""
+        response = cls(status_code, body, headers)
+        response.__dict__.update(details)
+        return response
 
     @property
     def status_line(self):
@@ -140,10 +167,29 @@ class Response(namedtuple("Response", "status_code body headers")):
                             found.setdefault(relation, urljoin(self.url or "", target))
         return found
 
+    def head_lines(self):
+        """The status line and the header lines, as received (their spacing too, when the
+        reply kept its head), as curl -i prints them."""
+        if self.raw_head:  # the last two: the blank line's end, and what follows it
+            for line in self.raw_head.decode("latin-1").split("\n")[:-2]:
+                yield line[:-1] if line.endswith("\r") else line
+            return
+        yield self.status_line
+        for name, value in self.header_lines:
+            yield "%s: %s" % (name, value)
 
-# Patterns used now and then are compiled when first used (re keeps them): a one-shot
-# command line pays nothing for them.
+    def head_bytes(self):
+        """The head, status line to blank line, as bytes as received (as curl -i and -D
+        write it), or, when the reply did not keep it, with CRLF after each line."""
+        if self.raw_head:
+            return self.raw_head
+        lines = list(self.head_lines()) + [""]
+        return "".join(line + "\r\n" for line in lines).encode("latin-1")
+
+
 LINK = r'<([^>]*)>((?:\s*;\s*[^;,="]+(?:=\s*(?:"[^"]*"|[^;,"]*))?)*)'
+
+
 LINK_PARAMETER = r';\s*([^;,="\s]+)\s*(?:=\s*("[^"]*"|[^;,"]*))?'
 
 
@@ -175,678 +221,10 @@ class Headers(dict):
         return (self.get(name) or [default])[0]
 
 
+
 # ---------------------------------------------------------------------------------------
-# The client: settings held once, and one straight path from a request to its reply
+# Errors that say what failed
 # ---------------------------------------------------------------------------------------
-
-Settings = namedtuple("Settings", "base_url headers auth netrc context proxy noproxy cookies "
-                                  "timeout connect_timeout retries follow_redirects "
-                                  "max_redirects keep_method compressed user_agent "
-                                  "repeat_headers method_as_given resolve auto_referer "
-                                  "max_body")
-Settings.__doc__ = """What a Client holds; see Client."""
-
-
-class Client:
-    """Settings given once, used by every request this client sends, on connections it
-    keeps (as requests' Session and httpx's Client). The environment (http_proxy,
-    https_proxy, no_proxy) is read when a client is made, never at import.
-
-        client = Client("http://127.0.0.1:8000", headers={"X-Test": "1"}, retries=2)
-        resp, err = client.send(Request("GET", "/users"))
-
-    base_url          what a relative Request URL is resolved against
-    headers           sent with every request (a request's own win)
-    auth              (user, password) for Basic authentication (curl's -u); the URL's
-                      user info otherwise, or with netrc=True, ~/.netrc's (--netrc)
-    context           an ssl.SSLContext for https, such as tls_context(cacert="ca.pem")
-    proxy, noproxy    the proxy's URL (-x; "" for none) and hosts reached without it
-                      (--noproxy); from the environment, as curl reads it, when None
-    cookies           an http.cookiejar.CookieJar, filled by replies and sent from (-b, -c)
-    timeout           seconds the whole exchange may take (curl's --max-time)
-    connect_timeout   seconds a connection may take to open (--connect-timeout)
-    retries           see send
-    follow_redirects  SAFE (GET and HEAD only, at most max_redirects, then the 3xx is the
-                      answer), ALL (every method, by curl -L's rules, and more than
-                      max_redirects is TooManyRedirects) or None (never)
-    keep_method       with ALL, the method stays on every hop (curl -X with -L), its body
-                      kept or dropped as for the method this names (POST for curl's -d)
-    compressed        whether to ask for gzip and deflate replies (they are decoded)
-    repeat_headers    whether a header given twice goes on two lines (as curl sends it)
-                      rather than one (RFC 9110 §5.3)
-    method_as_given   whether a method goes as written ("post", as curl -X sends it; RFC
-                      9110 §9.1: methods are case-sensitive) rather than in capitals
-    resolve           a function (host, port) -> the address to connect to, in place of
-                      the system's look-up (curl's --resolve, -4 and -6)
-    auto_referer      whether a redirect sends the URL it came from as Referer (-e ";auto")
-    max_body          the most bytes a body may have, once decoded (more is ReplyTooLarge,
-                      so that no server can fill the memory); None: 64 MiB for a body kept
-                      in memory, no limit for one saved to a file (save_to)
-    """
-
-    def __init__(self, base_url=None, headers=None, auth=None, netrc=False, context=None,
-                 proxy=None, noproxy=None, cookies=None, timeout=DEFAULT_TIMEOUT,
-                 connect_timeout=None, retries=0, follow_redirects=SAFE,
-                 max_redirects=MAX_REDIRECTS, keep_method=None, compressed=True,
-                 user_agent=USER_AGENT, repeat_headers=False, method_as_given=False,
-                 resolve=None, auto_referer=False, max_body=None):
-        self.settings = Settings(base_url, headers, auth, netrc, context, proxy, noproxy,
-                                 cookies, timeout, connect_timeout, retries, follow_redirects,
-                                 max_redirects, keep_method, compressed, user_agent,
-                                 repeat_headers, method_as_given, resolve, auto_referer,
-                                 max_body)
-        self.environment = environment_proxies()
-        self.pool, self.routes = ConnectionPool(), {}
-
-    def send(self, request, timeout=None, retries=None, trace=None, save_to=None,
-             progress=None, save_errors=True, **settings):
-        """Send the request; return (Response, None) when a reply came, else (None, error).
-
-        Network, URL, header, timeout, TLS, proxy and file trouble never raises: the
-        exception comes back as the error value, an OSError (or a ValueError for what
-        cannot be sent) whose type says what failed. A body of another kind, or a keyword
-        send does not know, is a mistake in the program, and raises TypeError at once.
-
-        With retries=N, an idempotent request is sent up to N more times while no reply
-        comes or the reply is 429 or 503; see retry_wait. POST and PATCH are never sent
-        twice: the server may have acted on the first. trace, if given, is called with
-        each line that curl -v would show. save_to, a path or a binary file object, gets
-        the body as it arrives (-o); progress, if given, is called with (bytes so far,
-        total or None); with save_errors=False a 4xx or 5xx leaves it alone (--fail), and
-        its body is the Response's. Any setting of the Client (auth=, proxy=, ...) may be
-        given for this one request."""
-        settings = self.settings_with(settings, timeout, retries)
-        download = save_to if isinstance(save_to, Download) or save_to is None else Download(
-            save_to, progress, save_errors)
-        method = str(request.method).upper()
-        for attempt in itertools.count():
-            response, error = self.send_once(request, settings, trace, download)
-            if attempt >= settings.retries or not worth_retrying(method, response, error) or (
-                    spilled(download)):
-                return (response, error) if download is None else saved(response, error,
-                                                                        download)
-            wait = retry_wait(response, attempt)
-            if trace:
-                trace("* %s: retrying in %.3g s (%s)"
-                      % (why(response, error), wait, how_long(response)))
-            time.sleep(wait)
-
-    def settings_with(self, changes, timeout, retries):
-        """The client's settings with this request's changes; TypeError for a name it lacks."""
-        if timeout is not None and timeout != self.settings.timeout:
-            changes["timeout"] = timeout
-        if retries is not None and retries != self.settings.retries:
-            changes["retries"] = retries
-        if not changes:
-            return self.settings
-        unknown = set(changes) - set(Settings._fields)
-        if unknown:
-            raise TypeError("send() got an unexpected keyword argument %r" % unknown.pop())
-        return self.settings._replace(**changes)
-
-    def send_once(self, request, settings, trace, download=None):
-        """Send the request once, following redirects as the settings say: (Response, None),
-        or (None, error) when no reply came."""
-        deadline = time.monotonic() + settings.timeout
-        outgoing = None
-        try:
-            outgoing = prepare(request, settings)
-            for hops in itertools.count():
-                response = self.exchange(outgoing, settings, deadline, trace, download)
-                following = next_request(outgoing, response, settings, hops)
-                if following is None:
-                    response.redirects = hops
-                    return response, None
-                if detailed(trace):
-                    trace("* following the %d to %s" % (response.status_code, following.url))
-                outgoing = following
-        except (OSError, ValueError, http.client.HTTPException) as error:
-            return None, explained(error, outgoing)
-
-    def exchange(self, outgoing, settings, deadline, trace, download):
-        """Send one request and read its reply: the body in memory, or for a 2xx that
-        goes to a download, written there as it arrives."""
-        route = self.route(outgoing.url, settings)
-        target, headers = head_for(outgoing, route, settings)
-        reply, connection = self.pool.start(route, outgoing.method, target, headers,
-                                            outgoing.body, deadline, settings, trace)
-        streamed = download is not None and 200 <= reply.status < 300
-        limit = MAX_BODY if settings.max_body is None and not streamed else settings.max_body
-        try:
-            response = response_head(reply, outgoing.url)
-            if trace:
-                show_reply_head(response, trace)
-            if settings.cookies is not None:
-                keep_cookies(settings.cookies, outgoing, reply)
-            if download is not None:
-                download.head(response)
-            raw = self.read_body(reply, outgoing, download if streamed else None, limit)
-        except (OSError, http.client.HTTPException) as error:  # the head came, the rest not
-            connection.close()
-            raise explained(error, outgoing, head_arrived=True) from None
-        except BaseException:
-            connection.close()
-            raise
-        self.pool.done(route, connection, reply)
-        return with_body(response, raw)
-
-    def read_body(self, reply, outgoing, download, limit):
-        """The reply's body, decoded as the request asked, or b"" once written to download;
-        ReplyTooLarge past limit bytes (None: no limit)."""
-        if reply.from_proxy:
-            return reply.body
-        accepted = ", ".join(as_list(outgoing.headers.get(ACCEPT_ENCODING_NAME, "")))
-        inflaters = inflaters_for(reply.msg.get_all("Content-Encoding") or [], accepted)
-        pieces = raw_pieces(reply, download.progress if download else None)
-        for inflater in inflaters:
-            pieces = inflater.undo(pieces)
-        if limit is not None and (inflaters or reply.length is None):
-            pieces = within(pieces, limit, outgoing.url)  # the size is known as it comes
-        elif limit is not None and reply.length > limit:
-            raise too_large(outgoing.url, limit)  # known before a byte of it is read
-        if download is not None:
-            stream(pieces, download)
-            return b""
-        return b"".join(pieces)
-
-    def route(self, url, settings):
-        """How to reach the URL's host: directly, or through which proxy, with which TLS;
-        kept for the next request to the same place, as the pool keys connections by it."""
-        parts = urlsplit(url)
-        key = (parts.scheme, parts.netloc, settings.proxy, settings.noproxy, settings.context)
-        route = self.routes.get(key)
-        if route is None:
-            scheme = parts.scheme
-            proxy = choose_proxy(parts, settings, self.environment)
-            context = (settings.context or default_tls_context()) if scheme == "https" else None
-            route = Route(scheme, parts.hostname, parts.port or DEFAULT_PORTS[scheme], context,
-                          *proxy_parts(proxy, scheme))
-            if len(self.routes) >= MAX_ROUTES:
-                self.routes.clear()
-            self.routes[key] = route
-        return route
-
-    def close(self):
-        """Close every kept connection."""
-        self.pool.close()
-
-    def __enter__(self):
-        """with Client(...) as client: its connections are closed at the end."""
-        return self
-
-    def __exit__(self, *exception):
-        """Close the connections, whatever ended the block."""
-        self.close()
-
-
-DEFAULT_CLIENT = None
-DEFAULT_CLIENT_LOCK = threading.Lock()
-
-
-def default_client():
-    """The client send() uses, made (reading the environment) at the first request."""
-    global DEFAULT_CLIENT
-    if DEFAULT_CLIENT is None:
-        with DEFAULT_CLIENT_LOCK:
-            if DEFAULT_CLIENT is None:
-                DEFAULT_CLIENT = Client()
-    return DEFAULT_CLIENT
-
-
-def send(request, timeout=DEFAULT_TIMEOUT, retries=0, trace=None, **options):
-    """Send the request with the default client; see Client.send. (Response, None) when a
-    reply came, else (None, error)."""
-    return (DEFAULT_CLIENT or default_client()).send(request, timeout, retries, trace, **options)
-
-
-def close():
-    """Close the default client's kept connections (they are closed at exit too)."""
-    if DEFAULT_CLIENT is not None:
-        DEFAULT_CLIENT.close()
-
-
-# -- preparing the request ----------------------------------------------------------------
-
-Outgoing = namedtuple("Outgoing", "method url headers body")
-Outgoing.__doc__ = """A request ready to go: method, absolute URL, headers (a dict of str,
-with Host first), and body (bytes, a MultipartBody, a file, an iterable, or None)."""
-ACCEPT_ENCODING_NAME = "Accept-Encoding"
-
-
-def prepare(request, settings):
-    """Turn a Request into an Outgoing; ValueError for what cannot be sent."""
-    method = str(request.method) if settings.method_as_given else str(request.method).upper()
-    if not TOKEN.fullmatch(method):
-        raise ValueError("%r is not a valid HTTP method" % method)
-    url = request.url if settings.base_url is None else urljoin(settings.base_url, request.url)
-    full_url = build_url(url, request.params)
-    headers = check_headers({"Host": urlsplit(full_url).netloc, "User-Agent": settings.user_agent},
-                            settings.headers, request.headers, settings.repeat_headers)
-    body = None if request.body is None else body_bytes(request.body, headers)
-    spellings = {name.lower(): name for name in headers}
-    if settings.compressed and "accept-encoding" not in spellings:
-        headers[ACCEPT_ENCODING_NAME] = ACCEPT_ENCODING
-    elif "accept-encoding" in spellings:  # kept under one spelling, for read_body to find
-        headers[ACCEPT_ENCODING_NAME] = headers.pop(spellings["accept-encoding"])
-    if "authorization" not in spellings:
-        credentials = credentials_for(url, settings)
-        if credentials:
-            headers["Authorization"] = basic_credentials(*credentials)
-    add_length(method, body, headers, spellings)
-    return Outgoing(method, full_url, drop_empty(headers), body)
-
-
-def drop_empty(headers):
-    """The headers without those given as None (a default the caller turned off)."""
-    if None in headers.values():
-        return {name: value for name, value in headers.items() if value is not None}
-    return headers
-
-
-def build_url(url, params):
-    """The URL to send: http or https only, params appended to its query, no #fragment."""
-    if not params:
-        return sendable_url(url)
-    parts = urlsplit(sendable_url(url))
-    query = "&".join(filter(None, [parts.query, urlencode(params)]))
-    return urlunsplit(parts._replace(query=query))
-
-
-@functools.lru_cache(maxsize=256)
-def sendable_url(url):
-    """The URL checked and escaped, kept for the next request to it: a client sends to the
-    same few URLs again and again, and this takes a quarter of the time of building one."""
-    parts = urlsplit(url)
-    if parts.scheme.lower() not in ("http", "https") or not parts.netloc:
-        raise ValueError("only http:// and https:// URLs are sent, not %r" % url)
-    parts.port  # a ValueError for a port that is not a number
-    # Percent-encode what may not travel raw (spaces, non-ASCII), keeping existing escapes;
-    # user info never travels in the request line (it becomes an Authorization header).
-    return urlunsplit((parts.scheme.lower(), ascii_authority(parts),
-                       quote(without_dot_segments(parts.path), safe=URL_SAFE) or "/",
-                       quote(parts.query, safe=URL_SAFE), ""))
-
-
-def without_dot_segments(path):
-    """The path with its "." and ".." segments resolved (RFC 3986 §5.2.4), as browsers and
-    curl send it: /a/../b/./c is /b/c."""
-    if "/." not in path:
-        return path
-    kept = []
-    for segment in path.split("/")[1:]:
-        if segment == "..":
-            kept = kept[:-1]
-        elif segment != ".":
-            kept.append(segment)
-    ends_in_folder = path.endswith(("/.", "/.."))
-    return "/" + "/".join(kept) + ("/" if ends_in_folder and kept else "")
-
-
-def ascii_authority(parts):
-    """The URL's host and port, a name in non-ASCII letters as IDNA (RFC 5890: "bücher" is
-    "xn--bcher-kva"), as DNS, proxies and the Host header need it."""
-    authority = parts.netloc.rpartition("@")[2]
-    if not NON_ASCII.search(authority):
-        return authority
-    host = parts.hostname.encode("idna").decode("ascii")  # a UnicodeError is a ValueError
-    return host if parts.port is None else "%s:%d" % (host, parts.port)
-
-
-def request_target(url):
-    """The path and query of a URL, as the request line names them (RFC 9112 §3.2.1)."""
-    parts = urlsplit(url)
-    return (parts.path or "/") + ("?" + parts.query if parts.query else "")
-
-
-def check_headers(own, defaults, headers, repeat=False):
-    """Return the client's own headers (Host, User-Agent), its defaults and the request's
-    as str to str, the request's winning, or raise ValueError for any that cannot be sent.
-    A name given twice (as pairs) keeps both values in order, on one line (RFC 9110 §5.3),
-    or with repeat, as a list of the lines to send; None as a value drops the header."""
-    checked, spellings = dict(own), {name.lower(): name for name in own}
-    for given in (defaults, headers):
-        names = set()
-        for name, value in given.items() if hasattr(given, "items") else given or ():
-            if not TOKEN.fullmatch(name):
-                raise ValueError("%r is not a valid header name" % name)
-            value = None if value is None else checked_value(name, value)
-            key = spellings.setdefault(name.lower(), name)
-            if key in names and value is not None and checked[key] is not None:
-                joiner = "; " if key.lower() == "cookie" else ", "  # RFC 6265 §5.4
-                value = (as_list(checked[key]) + [value]) if repeat else checked[key] + (
-                    joiner + value)
-            checked[key] = value
-            names.add(key)
-    return checked
-
-
-def as_list(value):
-    """A header's value as the list of its lines."""
-    return value if isinstance(value, list) else [value]
-
-
-def checked_value(name, value):
-    """A header's value as str; ValueError for CR, LF, NUL, or what Latin-1 cannot carry."""
-    value = str(value)
-    if "\r" in value or "\n" in value or "\0" in value:
-        raise ValueError("the value of header %s contains CR, LF or NUL" % name)
-    value.encode("latin-1")  # a UnicodeEncodeError is a ValueError too
-    return value
-
-
-def default_content_type(body):
-    """The Content-Type to send with a body whose sender named none (never a form): JSON for
-    a JSON object or array; "123" or "true" is text, or octets."""
-    import json
-    try:
-        is_json = isinstance(json.loads(body), (dict, list))
-    except (ValueError, RecursionError):  # not JSON (or nested past what json can read)
-        is_json = False
-    if is_json:
-        return "application/json"
-    return "text/plain; charset=utf-8" if isinstance(body, str) else "application/octet-stream"
-
-
-def body_bytes(body, headers):
-    """The body as bytes (or a MultipartBody, a file or an iterable, sent as read), with a
-    Content-Type added to headers if it has none: a dict or list goes as JSON, a form as a
-    form; TypeError for any other kind of body, or one json cannot encode."""
-    has_type = any(name.lower() == "content-type" for name in headers)
-    if isinstance(body, (MultipartForm, UrlEncodedForm)):
-        return form_body(body, headers, has_type)
-    if isinstance(body, (dict, list)):
-        import json
-        try:
-            body = json.dumps(body)
-        except ValueError as error:  # a circular reference: a mistake like any TypeError
-            raise TypeError("the body cannot be sent as JSON: %s" % error) from None
-        if not has_type:
-            headers["Content-Type"] = "application/json"
-    elif hasattr(body, "read") or (hasattr(body, "__iter__") and not isinstance(
-            body, (bytes, str, bytearray, set, frozenset))):  # a set has no order to send
-        if not has_type:
-            headers["Content-Type"] = "application/octet-stream"
-        return body  # a file or an iterable of bytes, sent as it is read
-    elif not isinstance(body, (bytes, str)):
-        raise TypeError("body must be bytes, str, a dict, a list, a form, a file, an "
-                        "iterable of bytes or None, not %s" % type(body).__name__)
-    elif not has_type:
-        headers["Content-Type"] = default_content_type(body)
-    return body.encode("utf-8") if isinstance(body, str) else body
-
-
-def add_length(method, body, headers, spellings):
-    """Say how long the body is: Content-Length when known (a file's size), else chunked
-    (RFC 9112 §7.1). POST, PUT and PATCH without a body say 0, as http.client does."""
-    if "content-length" in spellings or "transfer-encoding" in spellings:
-        return
-    if isinstance(body, bytes):
-        headers["Content-Length"] = str(len(body))
-    elif body is None:
-        if method in ("POST", "PUT", "PATCH"):
-            headers["Content-Length"] = "0"
-    elif isinstance(body, MultipartBody):
-        headers["Content-Length"] = str(body.length)
-    else:
-        size = file_size(body)
-        if size is None:
-            headers["Transfer-Encoding"] = "chunked"
-        else:
-            headers["Content-Length"] = str(size)
-
-
-def file_size(body):
-    """The bytes left in a regular file to send, or None (a pipe, an iterable)."""
-    try:
-        status = os.fstat(body.fileno())
-        if not S_ISREG(status.st_mode):
-            return None
-        return status.st_size - body.tell()
-    except (AttributeError, OSError, ValueError):
-        return None
-
-
-def S_ISREG(mode):
-    """Whether a file's mode is a regular file's (stat.S_ISREG, without importing stat)."""
-    return mode & 0o170000 == 0o100000
-
-
-def head_for(outgoing, route, settings):
-    """The request target and headers for this hop: the jar's cookies for its URL, and to
-    a proxy (not through its tunnel) the whole URL and the proxy's credentials."""
-    headers = dict(outgoing.headers)
-    if settings.cookies is not None:
-        add_cookies(settings.cookies, outgoing, headers)
-    if route.proxy and not route.tunnel:  # RFC 9112 §3.2.2: the absolute form, to a proxy
-        if route.proxy_authorization:
-            headers["Proxy-Authorization"] = route.proxy_authorization
-        return outgoing.url, headers
-    return request_target(outgoing.url), headers
-
-
-# -- the reply -----------------------------------------------------------------------------
-
-def response_head(reply, url):
-    """A Response with the reply's status line and headers; its body comes later."""
-    headers, spellings, lines = Headers(), {}, reply.msg.items()
-    for name, value in lines:
-        key = spellings.setdefault(name.lower(), name)  # the first spelling is the key
-        dict.setdefault(headers, key, []).append(value)
-    lengths = dict.get(headers, spellings.get("content-length"))
-    if lengths and (len(lengths) > 1 or "," in lengths[0]):
-        set_one_length(reply, lengths, url)
-    response = Response(reply.status, "", headers)
-    response.url, response.reason, response.header_lines = url, reply.reason, lines
-    response.version = "HTTP/1.0" if reply.version == 10 else "HTTP/1.1"
-    response.from_proxy = reply.from_proxy
-    response.raw_head = getattr(reply, "raw_head", None)
-    return response
-
-
-def with_body(head, raw):
-    """The Response with its body: the bytes, and the text in the charset it names."""
-    charset = charset_of(head.headers.first("Content-Type")) or "utf-8"
-    try:
-        text = raw.decode(charset, errors="replace")
-    except LookupError:  # a charset Python does not know
-        text = raw.decode("utf-8", errors="replace")
-    response = Response(head.status_code, text, head.headers)
-    response.__dict__.update(head.__dict__)
-    response.content = raw
-    return response
-
-
-def charset_of(content_type):
-    """The charset a Content-Type value names, in lower case, or None."""
-    for parameter in content_type.split(";")[1:]:
-        name, _, value = parameter.partition("=")
-        if name.strip().lower() == "charset":
-            return value.strip().strip('"').lower() or None
-    return None
-
-
-def set_one_length(reply, values, url):
-    """Read a body by Content-Length values that agree, as one (http.client reads "5, 5"
-    as none); MalformedReply for values that differ, as then where the body ends cannot
-    be known (RFC 9112 §6.3)."""
-    lengths = list(dict.fromkeys(length.strip() for value in values
-                                 for length in value.split(",")))
-    if len(lengths) > 1:
-        raise MalformedReply("the reply from %s has conflicting Content-Length values (%s): "
-                             "where its body ends cannot be known"
-                             % (urlsplit(url).netloc, " and ".join(lengths)))
-    if ASCII_DIGITS.fullmatch(lengths[0]):
-        reply.length = int(lengths[0])
-
-
-def raw_pieces(reply, progress=None):
-    """The reply's body as it arrives, as it came (progress, if given, is told how much so
-    far); ReplyCutShort when it ends before its end."""
-    received, total = 0, reply.length
-    while True:
-        piece = read_piece(reply)
-        if not piece:
-            break
-        received += len(piece)
-        yield piece
-        if progress:
-            progress(received, total)
-    ended(reply, received)
-
-
-def within(pieces, limit, url):
-    """The pieces, until they come to more than limit bytes: then ReplyTooLarge."""
-    size = 0
-    for piece in pieces:
-        size += len(piece)
-        if size > limit:
-            raise too_large(url, limit)
-        yield piece
-
-
-def too_large(url, limit):
-    """The error for a body larger than max_body allows."""
-    return ReplyTooLarge("the reply from %s is larger than max_body allows (%d bytes)"
-                         % (url, limit))
-
-
-def ended(reply, received):
-    """Mark a reply read to its end (its connection may carry the next request), or raise
-    ReplyCutShort: http.client does not say when a body ends before its Content-Length."""
-    if reply.length:
-        raise ReplyCutShort("the reply ended after %d bytes, %d short of its length"
-                            % (received, reply.length))
-    reply.close()
-
-
-def read_piece(reply, size=CHUNK_SIZE):
-    """What has arrived of the body, up to size bytes (b"" at its end), before the
-    deadline (the reply's reader keeps to it)."""
-    try:
-        return reply.read1(size)
-    except http.client.IncompleteRead:  # a chunked body that stopped before its last chunk
-        raise ReplyCutShort("the reply ended before its last chunk") from None
-
-
-# -- redirects and retries -----------------------------------------------------------------
-
-def next_request(outgoing, response, settings, hops):
-    """The request that follows a redirect, or None when the reply is the answer. SAFE
-    follows GET and HEAD only and lets the last 3xx be the answer; ALL follows curl -L's
-    rules and says TooManyRedirects past the limit."""
-    mode = settings.follow_redirects
-    location = response.headers.first("Location", None)
-    if not mode or location is None or response.status_code not in REDIRECT_STATUSES:
-        return None
-    if mode == SAFE and outgoing.method not in ("GET", "HEAD"):
-        return None
-    if hops >= settings.max_redirects:
-        if mode == SAFE:
-            return None
-        raise TooManyRedirects("more than %d redirects, the last to %s"
-                               % (settings.max_redirects, location))
-    new_url = urljoin(outgoing.url, location.strip().replace(" ", "%20"))
-    if urlsplit(new_url).scheme.lower() not in ("http", "https"):
-        return None
-    method, body, headers = redirected(outgoing, response.status_code, settings.keep_method)
-    if not credentials_may_follow(outgoing.url, new_url):
-        headers = {name: value for name, value in headers.items()
-                   if name.lower() not in CREDENTIAL_HEADERS}
-    if settings.auto_referer:  # curl -e ";auto": each hop names the URL it came from
-        headers = {name: value for name, value in headers.items() if name.lower() != "referer"}
-        headers["Referer"] = outgoing.url  # without user info or #fragment (RFC 9110 §10.1.3)
-    headers["Host"] = urlsplit(sendable_url(new_url)).netloc
-    return Outgoing(method, sendable_url(new_url), headers, body)
-
-
-def redirected(outgoing, status, keep_method):
-    """The method, body and headers after a redirect (RFC 9110 §15.4, as curl and browsers
-    do): a 303, and a 301 or 302 to a POST, go on as GET without the body; a 307 or 308
-    keeps both. With keep_method (curl's -X), the method stays, and the body goes as it
-    would for the method keep_method names (POST for curl's -d)."""
-    method, body = outgoing.method, rewound(outgoing.body)
-    rules = keep_method or method
-    if (status == 303 and rules != "HEAD") or (status in (301, 302) and rules == "POST"):
-        method, body = (method if keep_method else "GET"), None
-    headers = dict(outgoing.headers)
-    if body is None:
-        for name in [name for name in headers if name.lower() in (
-                "content-type", "content-length", "transfer-encoding")]:
-            del headers[name]
-    return method, body, headers
-
-
-def credentials_may_follow(url, new_url):
-    """Whether credentials may follow a redirect: to the same host and port, never from https
-    to http; http to https from and to the default ports counts as the same place."""
-    old, new = urlsplit(url), urlsplit(new_url)
-    if (old.scheme, new.scheme) == ("https", "http") or old.hostname != new.hostname:
-        return False
-    ports = (old.port or DEFAULT_PORTS[old.scheme], new.port or DEFAULT_PORTS[new.scheme])
-    return ports[0] == ports[1] or ports == (80, 443)
-
-
-def spilled(download):
-    """Whether part of a body went where a retry cannot take it back: a file object (a
-    pipe, say), not a path, whose file beside the target starts again."""
-    return download is not None and download.size > 0 and not download.is_path
-
-
-def worth_retrying(method, response, error):
-    """Whether to send a request again: it must be idempotent (RFC 9110 §9.2.2), and no
-    reply came (for a request that could be sent) or the reply said to try again later."""
-    if method not in IDEMPOTENT_METHODS or isinstance(error, (ValueError, ReplyTooLarge,
-                                                               MalformedReply)):
-        return False
-    return response is None or response.status_code in RETRY_STATUSES
-
-
-def retry_wait(response, attempt):
-    """Seconds to wait before retry number attempt + 1 (counting from 0).
-
-    The reply's Retry-After, in seconds or as an HTTP date (RFC 9110 §10.2.3), capped at
-    30 s; without one, 0.5 s doubled each time, with random jitter of up to half the wait
-    either way, so that many clients do not come back at the same moment; at most 8 s.
-    """
-    asked = retry_after(response) if response is not None else None
-    if asked is not None:
-        return min(asked, MAX_RETRY_AFTER)
-    import random
-    wait = FIRST_BACKOFF * 2 ** min(attempt, 16)
-    return min(random.uniform(wait / 2, wait * 1.5), MAX_BACKOFF)
-
-
-def retry_after(response):
-    """The seconds a reply's Retry-After asks for (0 for a date past), or None."""
-    import email.utils
-    from datetime import datetime, timezone
-    value = (response.headers.get("Retry-After") or [""])[0].strip()
-    if ASCII_DIGITS.fullmatch(value):  # not isdigit(), which takes "²" and other digits
-        return float(value)
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):  # not a date (Python before 3.10 says TypeError)
-        return None
-    if when.tzinfo is None:  # "-0000": a time in UTC
-        when = when.replace(tzinfo=timezone.utc)
-    return max(0.0, (when - datetime.now(timezone.utc)).total_seconds())
-
-
-def why(response, error):
-    """Why a retry is made, in a few words."""
-    if response is not None:
-        return "%d %s" % (response.status_code, response.reason)
-    return "no reply (%s)" % error
-
-
-def how_long(response):
-    """Where the wait before a retry comes from."""
-    if response is not None and retry_after(response) is not None:
-        return "Retry-After: %s" % response.headers["Retry-After"][0]
-    return "backoff"
-
-
-# -- errors that say what failed -----------------------------------------------------------
 
 class TransferError(OSError):
     """No (whole) reply came; the subclass says why, the text names the host and port, the
@@ -961,141 +339,515 @@ def typed(error, outgoing, head_arrived):
     return error
 
 
+
 # ---------------------------------------------------------------------------------------
-# Kept connections: one TCP connection for many requests (RFC 9112 §9.3)
-#
-# A connection whose reply was read to its end waits in its client's pool for the next
-# request to the same place, as Go's client, requests' Session and urllib3 keep theirs.
+# The client: settings held once, and one straight path from a request to its reply
 # ---------------------------------------------------------------------------------------
 
-MAX_IDLE_PER_HOST = 32  # kept connections waiting for a request, per host
-IDLE_TIMEOUT = 90.0  # seconds a kept connection may wait before it is closed (as Go's)
-DEAD_CONNECTION = (ConnectionResetError, ConnectionAbortedError, BrokenPipeError,
-                   http.client.BadStatusLine)  # RemoteDisconnected is both of the first and last
+class Settings:
+    """A client's settings, by name: the core's (see Client) and each appendix's own. A
+    request may change any of them for itself (Client.send's keywords)."""
+
+    def __init__(self, **values):
+        self.__dict__.update(values)
+
+    def changed(self, changes):
+        """These settings with some changed; TypeError for a name no part of the client has."""
+        unknown = set(changes) - set(self.__dict__)
+        if unknown:
+            raise TypeError("send() got an unexpected keyword argument %r" % unknown.pop())
+        return Settings(**dict(self.__dict__, **changes))
+
 
 Route = namedtuple("Route", "scheme host port context proxy proxy_authorization tunnel")
-Route.__doc__ = """Where a connection goes: the origin's scheme, host and port, the TLS
-context for https, and the proxy's (host, port) with its credentials and whether the
-origin is reached through its tunnel (CONNECT, for https). Connections are kept per
-route: one made without verification never carries a request that asks for it."""
+Route.__new__.__defaults__ = (None, None, None, False)
+Route.__doc__ = """Where a connection goes: the origin's scheme, host and port; the TLS
+context for https (None: the system's CAs); and, when a proxy is on the way, the proxy's
+(host, port), its credentials, and whether the origin is reached through its tunnel
+(CONNECT, for https). The core fills the first three; its appendices the rest."""
+
+Outgoing = namedtuple("Outgoing", "method url headers body")
+Outgoing.__doc__ = """A request ready to go: method, absolute URL, headers (a dict of str,
+with Host first), and body (bytes, a file, an iterable of bytes, or None)."""
 
 
-class ConnectionPool:
-    """Idle connections by route, safe to share between threads; a connection in use is in
-    no pool, so none waits for another."""
+class Client:
+    """Settings given once, used by every request this client sends (as requests' Session
+    and httpx's Client); each appendix adds settings of its own, named where it begins.
 
-    def __init__(self):
-        self.lock = threading.Lock()
-        self.idle = {}  # route -> [(connection, when it became idle)], the newest last
-        register_for_exit(self)
+        client = Client("http://127.0.0.1:8000", headers={"X-Test": "1"}, timeout=5)
+        resp, err = client.send(Request("GET", "/users"))
 
-    def start(self, route, method, target, headers, body, deadline, settings, trace):
-        """Send a request on a kept connection, or a new one: (the reply, its head read,
-        the connection). A kept connection found dead under an idempotent request is
-        replaced once; a POST may have reached the server, and is never sent twice."""
-        connection = self.take(route)
-        if connection is not None:
-            try:
-                return or_close(connection, send_request, connection, method, target,
-                                headers, body, deadline, trace), connection
-            except DEAD_CONNECTION:
-                if method not in IDEMPOTENT_METHODS:
-                    raise
-                body = rewound(body)
-        connection = Connection(route, settings.connect_timeout, settings.resolve)
-        return or_close(connection, send_request, connection, method, target, headers, body,
-                        deadline, trace), connection
+    base_url          what a relative Request URL is resolved against
+    headers           sent with every request (a request's own win)
+    timeout           seconds the whole exchange may take (curl's --max-time)
+    connect_timeout   seconds a connection may take to open (--connect-timeout)
+    user_agent        the User-Agent sent
+    repeat_headers    whether a header given twice goes on two lines (as curl sends it)
+                      rather than one (RFC 9110 §5.3)
+    method_as_given   whether a method goes as written ("post", as curl -X sends it; RFC
+                      9110 §9.1: methods are case-sensitive) rather than in capitals
+    resolve           a function (host, port) -> the address to connect to, in place of
+                      the system's look-up (curl's --resolve, -4 and -6)
+    max_body          the most bytes a body may have, once decoded (more is ReplyTooLarge,
+                      so that no server can fill the memory); None: 64 MiB
+    trace             what the client tells of each exchange (see tell), such as a
+                      function that is given each line curl -v would show
+    """
 
-    def take(self, route):
-        """An idle connection for the route that the server has not closed meanwhile."""
-        with self.lock:
-            waiting = self.idle.get(route)
-            while waiting:
-                connection, since = waiting.pop()
-                if time.monotonic() - since < IDLE_TIMEOUT and still_open(connection):
-                    return connection
-                connection.close()
+    def __init__(self, base_url=None, headers=None, timeout=DEFAULT_TIMEOUT,
+                 connect_timeout=None, user_agent=USER_AGENT, repeat_headers=False,
+                 method_as_given=False, resolve=None, max_body=None, trace=None):
+        self.settings = Settings(
+            base_url=base_url, headers=headers, timeout=timeout, connect_timeout=connect_timeout,
+            user_agent=user_agent, repeat_headers=repeat_headers,
+            method_as_given=method_as_given, resolve=resolve, max_body=max_body, trace=trace)
+
+    def send(self, request, timeout=None, **changes):
+        """Send the request; return (Response, None) when a reply came, else (None, error).
+
+        Network, URL, header, timeout, TLS, proxy and file trouble never raises: the
+        exception comes back as the error value, an OSError (or a ValueError for what
+        cannot be sent) whose type says what failed. A body of another kind, or a keyword
+        no setting of the client has, is a mistake in the program, and raises TypeError at
+        once. Any setting of the client (timeout=, trace=, and each appendix's: retries=,
+        save_to=, auth=, proxy=, ...) may be given for this one request."""
+        settings = self.settings_for(changes, timeout)
+        response, error = self.attempts(request, settings)
+        return self.outcome(response, error, settings)
+
+    def settings_for(self, changes, timeout):
+        """The client's settings with this request's changes."""
+        if timeout is not None and timeout != self.settings.timeout:
+            changes["timeout"] = timeout
+        return self.settings.changed(changes) if changes else self.settings
+
+    def attempts(self, request, settings):
+        """Send the request as often as it takes: once, in the core (Retries sends again)."""
+        return self.send_once(request, settings)
+
+    def outcome(self, response, error, settings):
+        """What send returns: the result as it is, in the core (a download's says where its
+        body went)."""
+        return response, error
+
+    def send_once(self, request, settings):
+        """Send the request once, and a redirect's request if next_request says so:
+        (Response, None), or (None, error) when no reply came."""
+        deadline = time.monotonic() + settings.timeout
+        outgoing = None
+        try:
+            outgoing = self.prepare(request, settings)
+            for hops in itertools.count():
+                response = self.exchange(outgoing, settings, deadline, hops)
+                following = self.next_request(outgoing, response, settings, hops)
+                if following is None:
+                    return response, None
+                self.tell(settings, "redirecting", response, following.url)
+                outgoing = following
+        except (OSError, ValueError, http.client.HTTPException) as error:
+            return None, explained(error, outgoing)
+
+    def next_request(self, outgoing, response, settings, hops):
+        """The request a redirect asks for, or None: the reply is the answer (always, in the
+        core; Redirects follows them)."""
         return None
 
-    def done(self, route, connection, reply):
-        """Keep a connection whose reply was read to its end, unless the reply ends it
-        (Connection: close, HTTP/1.0 without keep-alive, a length unknown)."""
-        if reply.will_close or connection.sock is None:
+    def tell(self, settings, event, *details):
+        """Tell the trace what happened, if it watches for it (a method of the event's
+        name): "connecting", "connected" (the Connection), "tunnelled" (the proxy's reply),
+        "secured" (the TLS socket), "sending" (a request's head, as bytes), "replied" (a
+        reply's head, as a Response), "redirecting" (the 3xx and the URL it names),
+        "retrying" (the reply or error, and the wait). The command line's -w reports
+        times, addresses and sizes from them."""
+        watcher = getattr(settings.trace, event, None)
+        if watcher is not None:
+            watcher(*details)
+
+    # -- preparing the request --------------------------------------------------------------
+
+    def prepare(self, request, settings):
+        """Turn a Request into an Outgoing; ValueError for what cannot be sent."""
+        method = str(request.method) if settings.method_as_given else str(
+            request.method).upper()
+        if not TOKEN.fullmatch(method):
+            raise ValueError("%r is not a valid HTTP method" % method)
+        url = request.url if settings.base_url is None else urljoin(settings.base_url,
+                                                                     request.url)
+        full_url = build_url(url, request.params)
+        headers = check_headers({"Host": urlsplit(full_url).netloc,
+                                 "User-Agent": settings.user_agent},
+                                settings.headers, request.headers, settings.repeat_headers)
+        body = None if request.body is None else self.body_for(request.body, headers)
+        spellings = {name.lower(): name for name in headers}
+        self.add_headers(url, headers, spellings, settings)
+        add_length(method, body, headers, spellings)
+        return Outgoing(method, full_url, drop_empty(headers), body)
+
+    def body_for(self, body, headers):
+        """The body to send, its Content-Type added to headers if they have none; see
+        body_bytes (Forms adds forms)."""
+        return body_bytes(body, headers)
+
+    def add_headers(self, url, headers, spellings, settings):
+        """Add the headers the client's settings call for: none, in the core (Credentials
+        adds Authorization, content codings Accept-Encoding); spellings maps the lower-case
+        names of those there to theirs."""
+
+    # -- one exchange: a request on a connection, and its reply ---------------------------
+
+    def exchange(self, outgoing, settings, deadline, hops=0):
+        """Send one request and read its reply; hops is how many redirects led to it."""
+        route = self.route(outgoing.url, settings)
+        target, headers = self.head_for(outgoing, route, settings)
+        connection, reply = self.start(route, outgoing.method, target, headers, outgoing.body,
+                                       settings, deadline)
+        try:
+            head = response_head(reply, outgoing.url)
+            self.replied(outgoing, reply, head, settings)
+            raw = self.read_body(reply, outgoing, settings)
+        except (OSError, http.client.HTTPException) as error:  # the head came, the rest not
             connection.close()
-            return
-        with self.lock:
-            waiting = self.idle.setdefault(route, [])
-            waiting.append((connection, time.monotonic()))
-            while len(waiting) > MAX_IDLE_PER_HOST:
-                waiting.pop(0)[0].close()
+            raise explained(error, outgoing, head_arrived=True) from None
+        except BaseException:
+            connection.close()
+            raise
+        self.release(route, connection, reply)
+        return with_body(head, raw, hops)
+
+    def route(self, url, settings):
+        """Where a request to the URL goes: its scheme, host and port (TLS and Proxies add
+        theirs)."""
+        parts = urlsplit(url)
+        return Route(parts.scheme, parts.hostname, parts.port or DEFAULT_PORTS[parts.scheme])
+
+    def head_for(self, outgoing, route, settings):
+        """The request target and headers for this hop: the path and query (RFC 9112
+        §3.2.1), and the Outgoing's headers (Cookies adds the jar's, Proxies a proxy's)."""
+        return request_target(outgoing.url), dict(outgoing.headers)
+
+    def start(self, route, method, target, headers, body, settings, deadline):
+        """(a connection along the route, the reply to the request sent on it, its head
+        read): a new connection, in the core (KeptConnections reuses one)."""
+        connection = Connection(route, settings.connect_timeout, settings.resolve)
+        return connection, or_close(connection, self.send_request, connection, method, target,
+                                    headers, body, settings, deadline)
+
+    def send_request(self, connection, method, target, headers, body, settings, deadline):
+        """Write the request's head and body on the connection (opening it first if it is
+        new), and read the reply's head."""
+        connection.deadline, connection.reply_class = deadline, self.reply_class(settings)
+        connection.on_head = functools.partial(self.tell, settings, "sending") if (
+            settings.trace) else None
+        if connection.sock is None:
+            remaining = time_left(deadline)
+            connection.timeout = min(remaining, connection.connect_timeout or remaining)
+            self.connect(connection, settings)
+        keep_within(connection.sock, deadline)
+        connection.putrequest(method, target, skip_host=True, skip_accept_encoding=True)
+        for name, value in headers.items():
+            if value.__class__ is list:  # a header repeated on lines of its own
+                for line in value:
+                    connection.putheader(name, line)
+            else:
+                connection.putheader(name, value)
+        chunked = headers.get("Transfer-Encoding") == "chunked"
+        connection.endheaders(pieces_of(body), encode_chunked=chunked)
+        return connection.getresponse()
+
+    def reply_class(self, settings):
+        """The class that reads a reply: Reply (Verbose keeps its head's bytes for a trace)."""
+        return Reply
+
+    def connect(self, connection, settings):
+        """Open the connection: TCP, then the proxy's tunnel (none, in the core), then TLS
+        for https."""
+        self.tell(settings, "connecting")
+        connection.sock = connection.open_socket()
+        connection.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.tell(settings, "connected", connection)
+        self.open_tunnel(connection, settings)
+        if connection.route.scheme == "https":
+            connection.sock = self.start_tls(connection)
+            self.tell(settings, "secured", connection.sock)
+
+    def open_tunnel(self, connection, settings):
+        """Open a proxy's tunnel to the origin: none, in the core (Proxies opens one)."""
+
+    def start_tls(self, connection):
+        """The connection's socket in TLS, the server's certificate verified, by the route's
+        context or the system's CAs; Timeout or TLSError (tls_failure) when it fails."""
+        import ssl
+        route, sock = connection.route, connection.sock
+        try:
+            return (route.context or system_tls_context()).wrap_socket(
+                sock, server_hostname=route.host)
+        except socket.timeout as error:
+            sock.close()
+            raise Timeout("the TLS handshake with %s:%d took too long"
+                          % (route.host, route.port), error) from None
+        except (ssl.SSLError, ssl.CertificateError, OSError) as error:
+            sock.close()
+            raise self.tls_failure(error, route) from None
+
+    def tls_failure(self, error, route):
+        """The error for a failed TLS handshake (TLS says what would help)."""
+        return TLSError("the TLS handshake with %s:%d failed: %s"
+                        % (route.host, route.port, error), error)
+
+    def replied(self, outgoing, reply, head, settings):
+        """See a reply's head, before its body: the trace is told (Cookies keeps the
+        cookies it sets, Downloads shows it to the download)."""
+        self.tell(settings, "replied", head)
+
+    def read_body(self, reply, outgoing, settings):
+        """The reply's body, decoded as the request asked; ReplyTooLarge past the limit."""
+        limit = self.body_limit(reply, settings)
+        raw = self.arriving(reply, settings)
+        pieces = self.decoded(raw, reply, outgoing)
+        if limit is not None and (pieces is not raw or reply.length is None):
+            pieces = within(pieces, limit, outgoing.url)  # the size is known as it comes
+        elif limit is not None and reply.length > limit:
+            raise too_large(outgoing.url, limit)  # known before a byte of it is read
+        return self.kept(pieces, reply, settings)
+
+    def body_limit(self, reply, settings):
+        """The most bytes the body may have: max_body, or 64 MiB (Downloads: no limit for a
+        body written to a file)."""
+        return MAX_BODY if settings.max_body is None else settings.max_body
+
+    def arriving(self, reply, settings):
+        """The body's pieces as they arrive (Downloads tells progress of them)."""
+        return raw_pieces(reply)
+
+    def decoded(self, pieces, reply, outgoing):
+        """The pieces with the reply's content codings undone: as they came, in the core."""
+        return pieces
+
+    def kept(self, pieces, reply, settings):
+        """The body, whole (Downloads writes it to a file instead)."""
+        return b"".join(pieces)
+
+    def release(self, route, connection, reply):
+        """Let a connection go once its reply is read: closed, in the core (KeptConnections
+        keeps it for the next request)."""
+        connection.close()
 
     def close(self):
-        """Close every idle connection."""
-        with self.lock:
-            for waiting in self.idle.values():
-                for connection, _ in waiting:
-                    connection.close()
-            self.idle.clear()
+        """Close every connection the client keeps: none, in the core."""
+
+    def __enter__(self):
+        """with Client(...) as client: its connections are closed at the end."""
+        return self
+
+    def __exit__(self, *exception):
+        """Close the connections, whatever ended the block."""
+        self.close()
 
 
-POOLS = None  # every live client's pool, closed at exit (made with the first)
+DEFAULT_CLIENT = None
+DEFAULT_CLIENT_LOCK = threading.Lock()
 
 
-def register_for_exit(pool):
-    """Close the pool's connections at interpreter exit, unless it is gone by then."""
-    global POOLS
-    if POOLS is None:
-        import atexit
-        import weakref
-        POOLS = weakref.WeakSet()  # a client dropped takes its pool with it
-        atexit.register(lambda: [each.close() for each in list(POOLS)])
-    POOLS.add(pool)
+def default_client():
+    """The client send() uses, made (reading the environment) at the first request: the
+    Client of the last part of this file that makes one."""
+    global DEFAULT_CLIENT
+    if DEFAULT_CLIENT is None:
+        with DEFAULT_CLIENT_LOCK:
+            if DEFAULT_CLIENT is None:
+                DEFAULT_CLIENT = Client()
+    return DEFAULT_CLIENT
 
 
-def still_open(connection):
-    """Whether a kept connection may carry a request: the server has neither closed it nor
-    sent anything unasked, as urllib3 and Go check: nothing is there to read."""
-    import select
+def send(request, timeout=DEFAULT_TIMEOUT, **options):
+    """Send the request with the default client; see Client.send. (Response, None) when a
+    reply came, else (None, error)."""
+    return (DEFAULT_CLIENT or default_client()).send(request, timeout, **options)
+
+
+def close():
+    """Close the default client's kept connections (they are closed at exit too)."""
+    if DEFAULT_CLIENT is not None:
+        DEFAULT_CLIENT.close()
+
+
+# -- preparing the request ----------------------------------------------------------------
+
+def drop_empty(headers):
+    """The headers without those given as None (a default the caller turned off)."""
+    if None in headers.values():
+        return {name: value for name, value in headers.items() if value is not None}
+    return headers
+
+
+def build_url(url, params):
+    """The URL to send: http or https only, params appended to its query, no #fragment."""
+    if not params:
+        return sendable_url(url)
+    parts = urlsplit(sendable_url(url))
+    query = "&".join(filter(None, [parts.query, urlencode(params)]))
+    return urlunsplit(parts._replace(query=query))
+
+
+@functools.lru_cache(maxsize=256)
+def sendable_url(url):
+    """The URL checked and escaped, kept for the next request to it: a client sends to the
+    same few URLs again and again, and this takes a quarter of the time of building one."""
+    parts = urlsplit(url)
+    if parts.scheme.lower() not in ("http", "https") or not parts.netloc:
+        raise ValueError("only http:// and https:// URLs are sent, not %r" % url)
+    parts.port  # a ValueError for a port that is not a number
+    # Percent-encode what may not travel raw (spaces, non-ASCII), keeping existing escapes;
+    # user info never travels in the request line (it becomes an Authorization header).
+    return urlunsplit((parts.scheme.lower(), ascii_authority(parts),
+                       quote(without_dot_segments(parts.path), safe=URL_SAFE) or "/",
+                       quote(parts.query, safe=URL_SAFE), ""))
+
+
+def without_dot_segments(path):
+    """The path with its "." and ".." segments resolved (RFC 3986 §5.2.4), as browsers and
+    curl send it: /a/../b/./c is /b/c."""
+    if "/." not in path:
+        return path
+    kept = []
+    for segment in path.split("/")[1:]:
+        if segment == "..":
+            kept = kept[:-1]
+        elif segment != ".":
+            kept.append(segment)
+    ends_in_folder = path.endswith(("/.", "/.."))
+    return "/" + "/".join(kept) + ("/" if ends_in_folder and kept else "")
+
+
+def ascii_authority(parts):
+    """The URL's host and port, a name in non-ASCII letters as IDNA (RFC 5890: "bücher" is
+    "xn--bcher-kva"), as DNS, proxies and the Host header need it."""
+    authority = parts.netloc.rpartition("@")[2]
+    if not NON_ASCII.search(authority):
+        return authority
+    host = parts.hostname.encode("idna").decode("ascii")  # a UnicodeError is a ValueError
+    return host if parts.port is None else "%s:%d" % (host, parts.port)
+
+
+def request_target(url):
+    """The path and query of a URL, as the request line names them (RFC 9112 §3.2.1)."""
+    parts = urlsplit(url)
+    return (parts.path or "/") + ("?" + parts.query if parts.query else "")
+
+
+def check_headers(own, defaults, headers, repeat=False):
+    """Return the client's own headers (Host, User-Agent), its defaults and the request's
+    as str to str, the request's winning, or raise ValueError for any that cannot be sent.
+    A name given twice (as pairs) keeps both values in order, on one line (RFC 9110 §5.3),
+    or with repeat, as a list of the lines to send; None as a value drops the header."""
+    checked, spellings = dict(own), {name.lower(): name for name in own}
+    for given in (defaults, headers):
+        names = set()
+        for name, value in given.items() if hasattr(given, "items") else given or ():
+            if not TOKEN.fullmatch(name):
+                raise ValueError("%r is not a valid header name" % name)
+            value = None if value is None else checked_value(name, value)
+            key = spellings.setdefault(name.lower(), name)
+            if key in names and value is not None and checked[key] is not None:
+                joiner = "; " if key.lower() == "cookie" else ", "  # RFC 6265 §5.4
+                value = (as_list(checked[key]) + [value]) if repeat else checked[key] + (
+                    joiner + value)
+            checked[key] = value
+            names.add(key)
+    return checked
+
+
+def as_list(value):
+    """A header's value as the list of its lines."""
+    return value if isinstance(value, list) else [value]
+
+
+def checked_value(name, value):
+    """A header's value as str; ValueError for CR, LF, NUL, or what Latin-1 cannot carry."""
+    value = str(value)
+    if "\r" in value or "\n" in value or "\0" in value:
+        raise ValueError("the value of header %s contains CR, LF or NUL" % name)
+    value.encode("latin-1")  # a UnicodeEncodeError is a ValueError too
+    return value
+
+
+def default_content_type(body):
+    """The Content-Type to send with a body whose sender named none (never a form): JSON for
+    a JSON object or array; "123" or "true" is text, or octets."""
+    import json
     try:
-        return not select.select([connection.sock], [], [], 0)[0]  # EOF reads as readable
-    except (ValueError, TypeError, OSError):  # no socket, or one select cannot watch
-        return False
+        is_json = isinstance(json.loads(body), (dict, list))
+    except (ValueError, RecursionError):  # not JSON (or nested past what json can read)
+        is_json = False
+    if is_json:
+        return "application/json"
+    return "text/plain; charset=utf-8" if isinstance(body, str) else "application/octet-stream"
 
 
-def or_close(connection, work, *arguments):
-    """work(*arguments), closing the connection if anything goes wrong: after a timeout too,
-    as the reply might still come, out of step with the next request."""
-    try:
-        return work(*arguments)
-    except BaseException:
-        connection.close()
-        raise
 
-
-def send_request(connection, method, target, headers, body, deadline, trace):
-    """Write the request's head and body, and read the reply's head (kept as it came for a
-    trace)."""
-    connection.trace, connection.deadline = trace, deadline
-    connection.reply_class = HeadKeepingReply if trace else Reply
-    if connection.sock is None:
-        remaining = time_left(deadline)
-        connection.timeout = min(remaining, connection.connect_timeout or remaining)
+def body_bytes(body, headers):
+    """The body as bytes (or a file or an iterable, sent as read), with a Content-Type
+    added to headers if it has none: a dict or list goes as JSON; TypeError for any other
+    kind of body, or one json cannot encode."""
+    has_type = any(name.lower() == "content-type" for name in headers)
+    if isinstance(body, (dict, list)):
+        import json
         try:
-            connection.connect()
-        except ProxyRefused as refusal:  # the proxy's answer to the CONNECT is the reply
-            return refusal.reply
-    keep_within(connection.sock, deadline)
-    connection.putrequest(method, target, skip_host=True, skip_accept_encoding=True)
-    for name, value in headers.items():
-        if value.__class__ is list:  # a header repeated on lines of its own
-            for line in value:
-                connection.putheader(name, line)
-        else:
-            connection.putheader(name, value)
-    chunked = headers.get("Transfer-Encoding") == "chunked"
-    connection.endheaders(pieces_of(body), encode_chunked=chunked)
-    return connection.getresponse()
+            body = json.dumps(body)
+        except ValueError as error:  # a circular reference: a mistake like any TypeError
+            raise TypeError("the body cannot be sent as JSON: %s" % error) from None
+        if not has_type:
+            headers["Content-Type"] = "application/json"
+    elif hasattr(body, "read") or (hasattr(body, "__iter__") and not isinstance(
+            body, (bytes, str, bytearray, set, frozenset))):  # a set has no order to send
+        if not has_type:
+            headers["Content-Type"] = "application/octet-stream"
+        return body  # a file or an iterable of bytes, sent as it is read
+    elif not isinstance(body, (bytes, str)):
+        raise TypeError("body must be bytes, str, a dict, a list, a form, a file, an "
+                        "iterable of bytes or None, not %s" % type(body).__name__)
+    elif not has_type:
+        headers["Content-Type"] = default_content_type(body)
+    return body.encode("utf-8") if isinstance(body, str) else body
 
+
+def add_length(method, body, headers, spellings):
+    """Say how long the body is: Content-Length when known (a file's size), else chunked
+    (RFC 9112 §7.1). POST, PUT and PATCH without a body say 0, as http.client does."""
+    if "content-length" in spellings or "transfer-encoding" in spellings:
+        return
+    if isinstance(body, bytes):
+        headers["Content-Length"] = str(len(body))
+    elif body is None:
+        if method in ("POST", "PUT", "PATCH"):
+            headers["Content-Length"] = "0"
+    else:
+        size = file_size(body)
+        if size is None:
+            headers["Transfer-Encoding"] = "chunked"
+        else:
+            headers["Content-Length"] = str(size)
+
+
+def file_size(body):
+    """The bytes left in a regular file to send, or None (a pipe, an iterable)."""
+    try:
+        status = os.fstat(body.fileno())
+        if not S_ISREG(status.st_mode):
+            return None
+        return status.st_size - body.tell()
+    except (AttributeError, OSError, ValueError):
+        return None
+
+
+def S_ISREG(mode):
+    """Whether a file's mode is a regular file's (stat.S_ISREG, without importing stat)."""
+    return mode & 0o170000 == 0o100000
+
+
+
+# -- the connection ------------------------------------------------------------------------
 
 def time_left(deadline):
     """Seconds until the deadline; socket.timeout once it has passed."""
@@ -1130,6 +882,16 @@ def pieces_of(body):
     return body
 
 
+def or_close(connection, work, *arguments):
+    """work(*arguments), closing the connection if anything goes wrong: after a timeout too,
+    as the reply might still come, out of step with the next request."""
+    try:
+        return work(*arguments)
+    except BaseException:
+        connection.close()
+        raise
+
+
 class Reply(http.client.HTTPResponse):
     """http.client's reply, read from the socket before the deadline; from_proxy marks a
     proxy's refusal of a tunnel."""
@@ -1140,9 +902,6 @@ class Reply(http.client.HTTPResponse):
         super().__init__(TimedReader(sock, deadline), *args, **options)
 
 
-# PyPy's read1(n) returns at most a buffer's worth (CPython's reads n at once): with
-# http.client's 8 KiB buffer a GiB came in 131,072 pieces, not about 2,000, and took 1.3
-# times the CPU
 READ_BUFFER = CHUNK_SIZE if sys.implementation.name == "pypy" else io.DEFAULT_BUFFER_SIZE
 
 
@@ -1173,70 +932,22 @@ class TimedReader(io.RawIOBase):
         super().close()
 
 
-class HeadKeepingReply(Reply):
-    """A reply that keeps its head's bytes as they came, for a trace (curl -i, -v and -D
-    show a head so, its spacing kept), in raw_head: a few calls more than Reply's."""
-
-    def begin(self):
-        """Read the head as http.client does, keeping the last one's lines (after 1xx)."""
-        file, self.fp = self.fp, HeadLines(self.fp)
-        try:
-            super().begin()
-        finally:
-            self.raw_head, self.fp = b"".join(self.fp.lines), file
-
-
-class HeadLines:
-    """A reply's file as http.client reads a head from it, line by line: the lines of the
-    last head are kept."""
-
-    def __init__(self, file):
-        self.file, self.lines = file, []
-
-    def readline(self, limit=-1):
-        """A line, kept; a status line after a blank one starts a new head (after a 1xx)."""
-        line = self.file.readline(limit)
-        if self.lines and self.lines[-1] in (b"\r\n", b"\n"):
-            self.lines = []
-        self.lines.append(line)
-        return line
-
-    def __getattr__(self, name):
-        """Anything else is the file's own."""
-        return getattr(self.file, name)
-
 
 class Connection(http.client.HTTPConnection):
-    """A connection along a route: to the origin or to its proxy, through the proxy's
-    tunnel (CONNECT) for https, and in TLS for https. The first thing it sends for a
-    request, its head, is shown to trace, as curl -v shows it."""
+    """A connection along a route: to the origin, or to the proxy the route names. The
+    Client opens it (Client.connect) and sends on it; on_head, if set, is given the first
+    bytes it sends for a request, the request's head."""
 
     def __init__(self, route, connect_timeout=None, resolve=None):
         host, port = route.proxy or (route.host, route.port)
         super().__init__(host, port)
-        self.route, self.connect_timeout, self.trace = route, connect_timeout, None
-        self.resolve = resolve
+        self.route, self.connect_timeout, self.resolve = route, connect_timeout, resolve
         self.deadline = None  # the request's, which its reply keeps to
-        self.reply_class = Reply
+        self.reply_class, self.on_head = Reply, None
 
     def response_class(self, sock, *args, **options):
         """The reply to the request sent (http.client makes it), read before its deadline."""
         return self.reply_class(sock, self.deadline, *args, **options)
-
-    def connect(self):
-        """Open the TCP connection, the proxy's tunnel and TLS, as the route says."""
-        tell(self.trace, "connecting")
-        self.sock = self.open_socket()
-        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        tell(self.trace, "connected", self.sock)
-        if detailed(self.trace):
-            self.trace("* Connected to %s (%s) port %d"
-                       % (self.host, self.sock.getpeername()[0], self.port))
-        if self.route.tunnel:
-            open_tunnel(self)
-        if self.route.scheme == "https":
-            self.sock = start_tls(self.sock, self.route, self.trace)
-            tell(self.trace, "secured")
 
     def open_socket(self):
         """A TCP connection to the host (or proxy); an error naming it when none opens."""
@@ -1260,12 +971,432 @@ class Connection(http.client.HTTPConnection):
                        % (proxy, self.host, self.port, error.strerror or error), error) from None
 
     def send(self, data):
-        """Send bytes; the first of a request, its head, is shown to trace."""
-        if self.trace:
-            trace, self.trace = self.trace, None  # what follows is the body
-            tell(trace, "sending", data)
-            show_request_head(data, trace)
+        """Send bytes; the first of a request, its head, goes to on_head."""
+        if self.on_head is not None:
+            on_head, self.on_head = self.on_head, None  # what follows is the body
+            on_head(data)
         super().send(data)
+
+
+@functools.lru_cache(maxsize=1)
+def system_tls_context():
+    """The TLS context that trusts the system's CAs (and SSL_CERT_FILE's, SSL_CERT_DIR's)."""
+    import ssl
+    return ssl.create_default_context()
+
+
+# -- the reply -----------------------------------------------------------------------------
+
+def response_head(reply, url):
+    """A Response with the reply's status line and headers; its body comes later."""
+    headers, spellings, lines = Headers(), {}, reply.msg.items()
+    for name, value in lines:
+        key = spellings.setdefault(name.lower(), name)  # the first spelling is the key
+        dict.setdefault(headers, key, []).append(value)
+    lengths = dict.get(headers, spellings.get("content-length"))
+    if lengths and (len(lengths) > 1 or "," in lengths[0]):
+        set_one_length(reply, lengths, url)
+    return Response.made(reply.status, "", headers, url=url, reason=reply.reason,
+                         header_lines=lines,
+                         version="HTTP/1.0" if reply.version == 10 else "HTTP/1.1",
+                         from_proxy=reply.from_proxy, raw_head=getattr(reply, "raw_head", None))
+
+
+def with_body(head, raw, redirects=0):
+    """The Response with its body (the bytes, and the text in the charset it names), and
+    how many redirects led to it."""
+    charset = charset_of(head.headers.first("Content-Type")) or "utf-8"
+    try:
+        text = raw.decode(charset, errors="replace")
+    except LookupError:  # a charset Python does not know
+        text = raw.decode("utf-8", errors="replace")
+    return Response.made(head.status_code, text, head.headers,
+                         **dict(head.__dict__, content=raw, redirects=redirects))
+
+
+def charset_of(content_type):
+    """The charset a Content-Type value names, in lower case, or None."""
+    for parameter in content_type.split(";")[1:]:
+        name, _, value = parameter.partition("=")
+        if name.strip().lower() == "charset":
+            return value.strip().strip('"').lower() or None
+    return None
+
+
+def set_one_length(reply, values, url):
+    """Read a body by Content-Length values that agree, as one (http.client reads "5, 5"
+    as none); MalformedReply for values that differ, as then where the body ends cannot
+    be known (RFC 9112 §6.3)."""
+    lengths = list(dict.fromkeys(length.strip() for value in values
+                                 for length in value.split(",")))
+    if len(lengths) > 1:
+        raise MalformedReply("the reply from %s has conflicting Content-Length values (%s): "
+                             "where its body ends cannot be known"
+                             % (urlsplit(url).netloc, " and ".join(lengths)))
+    if ASCII_DIGITS.fullmatch(lengths[0]):
+        reply.length = int(lengths[0])
+
+
+
+def raw_pieces(reply, progress=None):
+    """The reply's body as it arrives, as it came (progress, if given, is told how much so
+    far); ReplyCutShort when it ends before its end."""
+    received, total = 0, reply.length
+    while True:
+        piece = read_piece(reply)
+        if not piece:
+            break
+        received += len(piece)
+        yield piece
+        if progress:
+            progress(received, total)
+    ended(reply, received)
+
+
+def within(pieces, limit, url):
+    """The pieces, until they come to more than limit bytes: then ReplyTooLarge."""
+    size = 0
+    for piece in pieces:
+        size += len(piece)
+        if size > limit:
+            raise too_large(url, limit)
+        yield piece
+
+
+def too_large(url, limit):
+    """The error for a body larger than max_body allows."""
+    return ReplyTooLarge("the reply from %s is larger than max_body allows (%d bytes)"
+                         % (url, limit))
+
+
+def ended(reply, received):
+    """Mark a reply read to its end (its connection may carry the next request), or raise
+    ReplyCutShort: http.client does not say when a body ends before its Content-Length."""
+    if reply.length:
+        raise ReplyCutShort("the reply ended after %d bytes, %d short of its length"
+                            % (received, reply.length))
+    reply.close()
+
+
+def read_piece(reply, size=CHUNK_SIZE):
+    """What has arrived of the body, up to size bytes (b"" at its end), before the
+    deadline (the reply's reader keeps to it)."""
+    try:
+        return reply.read1(size)
+    except http.client.IncompleteRead:  # a chunked body that stopped before its last chunk
+        raise ReplyCutShort("the reply ended before its last chunk") from None
+
+
+
+# =======================================================================================
+# Appendices: you can stop reading here
+#
+# The client above is complete. Each appendix is a layer: a subclass of the core's Client
+# that overrides hooks the core leaves, owns the settings it adds (each names them where it
+# begins), and builds only on what comes before it. Appendix L lists them in the Client that
+# send() uses; the command line, last, uses that Client alone. Delete the appendices from
+# the bottom up, and what remains still runs.
+# =======================================================================================
+
+CoreClient = Client  # the core's Client, which each layer below extends
+
+
+# ---------------------------------------------------------------------------------------
+# Appendix A: kept connections, one TCP connection for many requests (RFC 9112 §9.3)
+#
+# A connection whose reply was read to its end waits in its client's pool for the next
+# request to the same place, as Go's client, requests' Session and urllib3 keep theirs.
+# ---------------------------------------------------------------------------------------
+
+MAX_IDLE_PER_HOST = 32  # kept connections waiting for a request, per host
+IDLE_TIMEOUT = 90.0  # seconds a kept connection may wait before it is closed (as Go's)
+IDEMPOTENT_METHODS = ("GET", "HEAD", "PUT", "DELETE", "OPTIONS")  # RFC 9110 §9.2.2
+DEAD_CONNECTION = (ConnectionResetError, ConnectionAbortedError, BrokenPipeError,
+                   http.client.BadStatusLine)  # RemoteDisconnected is both of the first and last
+
+
+class KeptConnections(CoreClient):
+    """A client that keeps its connections, per route (so one made without verification
+    never carries a request that asks for it), safe to share between threads; close()
+    closes them, and they are closed at exit."""
+
+    def __init__(self, *arguments, **settings):
+        super().__init__(*arguments, **settings)
+        self.pool = ConnectionPool()
+
+    def start(self, route, method, target, headers, body, settings, deadline):
+        """Send a request on a kept connection, or a new one. A kept connection found dead
+        under an idempotent request is replaced once; a POST may have reached the server,
+        and is never sent twice."""
+        connection = self.pool.take(route)
+        if connection is not None:
+            try:
+                return connection, or_close(connection, self.send_request, connection, method,
+                                            target, headers, body, settings, deadline)
+            except DEAD_CONNECTION:
+                if method not in IDEMPOTENT_METHODS:
+                    raise
+                body = rewound(body)
+        return super().start(route, method, target, headers, body, settings, deadline)
+
+    def release(self, route, connection, reply):
+        """Keep the connection for the next request to the same place."""
+        self.pool.done(route, connection, reply)
+
+    def close(self):
+        """Close every kept connection."""
+        self.pool.close()
+
+
+class ConnectionPool:
+    """Idle connections by route, safe to share between threads; a connection in use is in
+    no pool, so none waits for another."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.idle = {}  # route -> [(connection, when it became idle)], the newest last
+        register_for_exit(self)
+
+    def take(self, route):
+        """An idle connection for the route that the server has not closed meanwhile."""
+        with self.lock:
+            waiting = self.idle.get(route)
+            while waiting:
+                connection, since = waiting.pop()
+                if time.monotonic() - since < IDLE_TIMEOUT and still_open(connection):
+                    return connection
+                connection.close()
+        return None
+
+    def done(self, route, connection, reply):
+        """Keep a connection whose reply was read to its end, unless the reply ends it
+        (Connection: close, HTTP/1.0 without keep-alive, a length unknown)."""
+        if reply.will_close or connection.sock is None:
+            connection.close()
+            return
+        with self.lock:
+            waiting = self.idle.setdefault(route, [])
+            waiting.append((connection, time.monotonic()))
+            while len(waiting) > MAX_IDLE_PER_HOST:
+                waiting.pop(0)[0].close()
+
+    def close(self):
+        """Close every idle connection."""
+        with self.lock:
+            for waiting in self.idle.values():
+                for connection, _ in waiting:
+                    connection.close()
+            self.idle.clear()
+
+
+
+POOLS = None  # every live client's pool, closed at exit (made with the first)
+
+
+def register_for_exit(pool):
+    """Close the pool's connections at interpreter exit, unless it is gone by then."""
+    global POOLS
+    if POOLS is None:
+        import atexit
+        import weakref
+        POOLS = weakref.WeakSet()  # a client dropped takes its pool with it
+        atexit.register(lambda: [each.close() for each in list(POOLS)])
+    POOLS.add(pool)
+
+
+def still_open(connection):
+    """Whether a kept connection may carry a request: the server has neither closed it nor
+    sent anything unasked, as urllib3 and Go check: nothing is there to read."""
+    import select
+    try:
+        return not select.select([connection.sock], [], [], 0)[0]  # EOF reads as readable
+    except (ValueError, TypeError, OSError):  # no socket, or one select cannot watch
+        return False
+
+
+
+# ---------------------------------------------------------------------------------------
+# Appendix B: TLS, with the system's CAs or the caller's, client certificates, and what to
+# say on failure
+# ---------------------------------------------------------------------------------------
+
+UNKNOWN_ISSUER = (2, 18, 19, 20, 21)  # OpenSSL's X509_V_ERR_* for an issuer not trusted
+
+
+class TLS(CoreClient):
+    """A client with TLS settings of its own:
+
+    context           an ssl.SSLContext for https, such as tls_context(cacert="ca.pem");
+                      None: tls_context(), the system's CAs
+    """
+
+    def __init__(self, *arguments, context=None, **settings):
+        super().__init__(*arguments, **settings)
+        self.settings.context = context
+
+    def route(self, url, settings):
+        """The route, with the context https takes."""
+        route = super().route(url, settings)
+        if route.scheme != "https":
+            return route
+        return route._replace(context=settings.context or default_tls_context())
+
+    def tls_failure(self, error, route):
+        """The error for a failed handshake, naming what would help (tls_failure)."""
+        if sys.implementation.name == "pypy":
+            forget_openssl_errors()
+        return tls_failure(error, route)
+
+
+@functools.lru_cache(maxsize=32)
+def tls_context(cacert=None, capath=None, cert=None, key=None, insecure=False, lowest=None):
+    """An ssl.SSLContext for Client(context=...): it trusts the CAs in cacert (a PEM file)
+    or capath (a folder) instead of the system's, shows a client certificate (cert, and key
+    unless cert holds it) for mutual TLS, or, only with insecure=True, checks nothing.
+    lowest ("TLSv1.2" or "TLSv1.3") is the oldest TLS version it speaks. OSError
+    (ssl.SSLError too) for a file it cannot read. The same settings give the same
+    context, so that requests made with them share kept connections.
+
+    Without a context, the system's CAs are trusted, and SSL_CERT_FILE and SSL_CERT_DIR
+    name others, as OpenSSL reads them."""
+    import ssl
+    if capath is not None:
+        os.listdir(capath)  # OpenSSL would look in it only when a certificate comes
+    context = ssl.create_default_context(cafile=cacert, capath=capath)
+    # Python 3.13 adds VERIFY_X509_STRICT, which refuses a CA made without a key usage
+    # extension (openssl req -x509 makes one); curl, urllib3 and browsers accept it.
+    context.verify_flags &= ~getattr(ssl, "VERIFY_X509_STRICT", 0)
+    if cert is not None:
+        context.load_cert_chain(cert, key)
+    if insecure:
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    versions = getattr(ssl, "TLSVersion", None)  # Python 3.7's; 3.6 has no minimum_version
+    if lowest is not None and versions is not None:
+        context.minimum_version = getattr(versions, lowest.replace(".", "_"))
+    elif lowest is not None:
+        context.options |= ssl.OP_NO_TLSv1 | ssl.OP_NO_TLSv1_1 | (
+            ssl.OP_NO_TLSv1_2 if lowest == "TLSv1.3" else 0)
+    return context
+
+
+def default_tls_context():
+    """The context for https without one given: the system's CAs (tls_context())."""
+    return tls_context()
+
+
+def tls_failure(error, route):
+    """The error for a failed handshake: UntrustedCertificate naming --cacert only for an
+    issuer not trusted, never for a name that does not match or a certificate expired."""
+    import ssl
+    where = "%s:%d" % (route.host, route.port)
+    verify_failed = getattr(error, "reason", None) == "CERTIFICATE_VERIFY_FAILED" or isinstance(
+        error, ssl.CertificateError)
+    if not verify_failed:
+        return TLSError("the TLS handshake with %s failed: %s" % (where, error), error)
+    text = "the certificate of %s did not verify: %s" % (where, error)
+    code = getattr(error, "verify_code", None)
+    if code in UNKNOWN_ISSUER or (code is None and not isinstance(error, ssl.CertificateError)):
+        # Python 3.6 does not say why a certificate failed, only a name that did not match
+        text += (". If the server's CA is your company's or your own, trust it with --cacert "
+                 "FILE (from Python: Client(context=tls_context(cacert=FILE))) or "
+                 "SSL_CERT_FILE=FILE in the environment")
+    return UntrustedCertificate(text, error)
+
+
+def forget_openssl_errors():
+    """Empty OpenSSL's error queue, which PyPy's ssl leaves full after a failed handshake:
+    the next request of this thread on a kept TLS connection would fail with the same
+    error. Making an SSL object empties it."""
+    import ssl
+    ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT).wrap_bio(ssl.MemoryBIO(), ssl.MemoryBIO())
+
+
+
+# ---------------------------------------------------------------------------------------
+# Appendix C: proxies, chosen as curl chooses them
+# ---------------------------------------------------------------------------------------
+
+from urllib.parse import unquote
+
+MAX_ROUTES = 256  # places a client remembers the proxy for
+
+
+class Proxies(CoreClient):
+    """A client that goes through a proxy, as curl chooses one:
+
+    proxy, noproxy    the proxy's URL (-x; "" for none) and hosts reached without it
+                      (--noproxy); from the environment, as curl reads it, when None
+
+    The environment (http_proxy, https_proxy, all_proxy, no_proxy) is read when a client
+    is made, never at import."""
+
+    def __init__(self, *arguments, proxy=None, noproxy=None, **settings):
+        super().__init__(*arguments, **settings)
+        self.settings.proxy, self.settings.noproxy = proxy, noproxy
+        self.environment, self.proxies = environment_proxies(), {}
+
+    def route(self, url, settings):
+        """The route, through the proxy for the URL's host, if there is one."""
+        route = super().route(url, settings)
+        proxy = self.proxy_parts(url, route.scheme, settings)
+        return route if proxy[0] is None else route._replace(
+            proxy=proxy[0], proxy_authorization=proxy[1], tunnel=proxy[2])
+
+    def proxy_parts(self, url, scheme, settings):
+        """The proxy's parts for the URL (see proxy_parts), kept for the next request to
+        the same place."""
+        parts = urlsplit(url)
+        key = (scheme, parts.netloc, settings.proxy, settings.noproxy)
+        found = self.proxies.get(key)
+        if found is None:
+            if len(self.proxies) >= MAX_ROUTES:
+                self.proxies.clear()
+            found = self.proxies[key] = proxy_parts(
+                choose_proxy(parts, settings, self.environment), scheme)
+        return found
+
+    def head_for(self, outgoing, route, settings):
+        """To a proxy (not through its tunnel), the whole URL (RFC 9112 §3.2.2: the
+        absolute form) and the proxy's credentials."""
+        target, headers = super().head_for(outgoing, route, settings)
+        if not route.proxy or route.tunnel:
+            return target, headers
+        if route.proxy_authorization:
+            headers["Proxy-Authorization"] = route.proxy_authorization
+        return outgoing.url, headers
+
+    def open_tunnel(self, connection, settings):
+        """Ask the proxy for a tunnel to the origin (CONNECT, RFC 9110 §9.3.6), its
+        credentials on the CONNECT alone; ProxyRefused with its reply when it says no."""
+        if not connection.route.tunnel:
+            return
+        route = connection.route
+        authority = "%s:%d" % (route.host, route.port)
+        head = ["CONNECT %s HTTP/1.1" % authority, "Host: " + authority]
+        if route.proxy_authorization:
+            head.append("Proxy-Authorization: " + route.proxy_authorization)
+        self.tell(settings, "tunnelling", head)
+        connection.sock.sendall(("\r\n".join(head) + "\r\n\r\n").encode("latin-1"))
+        reply = Reply(connection.sock, connection.deadline, method="CONNECT")
+        reply.begin()
+        self.tell(settings, "tunnelled", reply)
+        if reply.status != 200:
+            connection.close()
+            raise ProxyRefused(reply)
+
+    def send_request(self, connection, *request):
+        """Send the request; a proxy's refusal of its tunnel is its reply."""
+        try:
+            return super().send_request(connection, *request)
+        except ProxyRefused as refusal:
+            return refusal.reply
+
+    def read_body(self, reply, outgoing, settings):
+        """The body: a proxy's refusal's was read with it."""
+        if reply.from_proxy:
+            return reply.body
+        return super().read_body(reply, outgoing, settings)
 
 
 class ProxyRefused(Exception):
@@ -1277,31 +1408,426 @@ class ProxyRefused(Exception):
         reply.from_proxy, reply.body, reply.will_close = True, reply.read(), True
 
 
-def open_tunnel(connection):
-    """Ask the proxy for a tunnel to the origin (CONNECT, RFC 9110 §9.3.6), its credentials
-    on the CONNECT alone; ProxyRefused with its reply when it says no."""
-    route = connection.route
-    authority = "%s:%d" % (route.host, route.port)
-    head = ["CONNECT %s HTTP/1.1" % authority, "Host: " + authority]
-    if route.proxy_authorization:
-        head.append("Proxy-Authorization: " + route.proxy_authorization)
-    if detailed(connection.trace):
-        for line in head:
-            connection.trace("> " + masked(line))
-    connection.sock.sendall(("\r\n".join(head) + "\r\n\r\n").encode("latin-1"))
-    reply = Reply(connection.sock, connection.deadline, method="CONNECT")
-    reply.begin()
-    tell(connection.trace, "tunnelled", reply.status)
-    if detailed(connection.trace):
-        connection.trace("< HTTP/1.%d %d %s" % (reply.version % 10, reply.status, reply.reason))
-    if reply.status != 200:
-        connection.close()
-        raise ProxyRefused(reply)
+def environment_proxies():
+    """http_proxy, https_proxy, all_proxy (for a scheme without its own) and no_proxy as
+    curl reads them, the lower-case name first (HTTPS_PROXY, ALL_PROXY, NO_PROXY
+    otherwise); read when a client is made, as curl reads them at its start. Never
+    HTTP_PROXY: in CGI, a request's "Proxy:" header arrives as HTTP_PROXY, so a web
+    request could choose the proxy (httpoxy, CVE-2016-5385); curl skips it too."""
+    found = {}
+    for name in ("http_proxy", "https_proxy", "all_proxy", "no_proxy"):
+        for spelling in (name,) if name == "http_proxy" else (name, name.upper()):
+            if spelling in os.environ:
+                found.setdefault(name, os.environ[spelling])
+    return found
+
+
+def choose_proxy(parts, settings, environment):
+    """The URL of the proxy for a request's URL, or None: proxy=, else the environment's,
+    unless noproxy= (or no_proxy) names the host."""
+    proxy = settings.proxy
+    if proxy is None:
+        proxy = environment.get(parts.scheme.lower() + "_proxy", environment.get("all_proxy"))
+    if not proxy:
+        return None
+    no_proxy = environment.get("no_proxy", "") if settings.noproxy is None else settings.noproxy
+    return None if bypassed(parts.hostname, no_proxy) else proxy
+
+
+def proxy_parts(proxy, scheme):
+    """(the proxy's (host, port) or None, its Proxy-Authorization or None, whether the
+    origin is reached through its tunnel). Credentials in the proxy's URL go to the proxy
+    alone: in Proxy-Authorization for http://, on the CONNECT for https://."""
+    if not proxy:
+        return None, None, False
+    parts = urlsplit(proxy if "://" in proxy else "http://" + proxy)
+    if parts.scheme.lower() != "http":
+        raise ValueError("only http:// proxies are supported, not %r" % proxy)
+    authorization = None
+    if parts.username is not None:
+        authorization = basic_credentials(unquote(parts.username), unquote(parts.password or ""))
+    host = parts.hostname.encode("idna").decode("ascii") if NON_ASCII.search(
+        parts.hostname) else parts.hostname
+    return (host, parts.port or 1080), authorization, scheme == "https"  # curl's port 1080
+
+
+def bypassed(host, no_proxy):
+    """Whether no_proxy names the host, as curl reads it: "*" for every host, a name for
+    itself and the names under it (a leading dot changes nothing: urllib mishandles one
+    before bpo-39057, which 3.6 never got), an IP address, or a range (10.0.0.0/8)."""
+    for entry in no_proxy.lower().split(","):
+        entry = entry.strip().strip(".")
+        if entry and (entry == "*" or host == entry or host.endswith("." + entry)
+                      or in_network(host, entry)):
+            return True
+    return False
+
+
+def in_network(host, entry):
+    """Whether host is an IP address in the range entry names, such as 10.0.0.0/8."""
+    if "/" not in entry:
+        return False
+    import ipaddress
+    try:
+        return ipaddress.ip_address(host) in ipaddress.ip_network(entry, False)
+    except ValueError:  # a name, not an address
+        return False
+
+
+def basic_credentials(user, password):
+    """The Authorization value for Basic authentication (RFC 7617), in UTF-8 (its §2.1)."""
+    import base64
+    pair = ("%s:%s" % (user, password)).encode("utf-8")
+    return "Basic " + base64.b64encode(pair).decode("ascii")
+
 
 
 # ---------------------------------------------------------------------------------------
-# Downloads: a body written to a file as it arrives, never whole in memory
+# Appendix D: credentials, Basic authentication from auth=, the URL, or .netrc (RFC 7617)
 # ---------------------------------------------------------------------------------------
+
+class Credentials(CoreClient):
+    """A client that signs in with Basic authentication (RFC 7617):
+
+    auth              (user, password) (curl's -u); else the URL's user info
+    netrc             True (~/.netrc, or the file NETRC names) or a netrc file's path: its
+                      login and password for the host, when neither of those is given
+                      (--netrc)
+    """
+
+    def __init__(self, *arguments, auth=None, netrc=False, **settings):
+        super().__init__(*arguments, **settings)
+        self.settings.auth, self.settings.netrc = auth, netrc
+
+    def add_headers(self, url, headers, spellings, settings):
+        """Add Authorization, unless the request has one."""
+        super().add_headers(url, headers, spellings, settings)
+        if "authorization" not in spellings:
+            credentials = credentials_for(url, settings)
+            if credentials:
+                headers["Authorization"] = basic_credentials(*credentials)
+
+
+def credentials_for(url, settings):
+    """The (user, password) to send: auth=, else the URL's user info (percent-decoded), else
+    .netrc's when netrc=True (or a netrc file's path); or None."""
+    if settings.auth is not None:
+        return settings.auth
+    if "@" in url:  # only then can there be user info; most URLs are spared the parsing
+        parts = urlsplit(url)
+        if parts.username is not None:
+            return unquote(parts.username), unquote(parts.password or "")
+    if settings.netrc:
+        return netrc_credentials(urlsplit(url).hostname, settings.netrc)
+    return None
+
+
+def netrc_credentials(host, path=True):
+    """The login and password a netrc file has for host, or None: path, or with True,
+    ~/.netrc (or the file NETRC names)."""
+    import netrc
+    if path is True:
+        path = os.environ.get("NETRC") or os.path.join(os.path.expanduser("~"), ".netrc")
+    try:
+        found = netrc.netrc(path).authenticators(host)
+    except FileNotFoundError:
+        return None
+    except netrc.NetrcParseError as error:
+        raise ValueError("cannot read %s: %s" % (path, error)) from None
+    return (found[0], found[2]) if found else None
+
+
+
+# ---------------------------------------------------------------------------------------
+# Appendix E: cookies, a jar (http.cookiejar) filled by replies and sent from, by its rules
+# ---------------------------------------------------------------------------------------
+
+class Cookies(CoreClient):
+    """A client that keeps a session's cookies:
+
+    cookies           an http.cookiejar.CookieJar, filled by replies and sent from (-b, -c)
+    """
+
+    def __init__(self, *arguments, cookies=None, **settings):
+        super().__init__(*arguments, **settings)
+        self.settings.cookies = cookies
+
+    def head_for(self, outgoing, route, settings):
+        """The headers, with the jar's cookies for this URL (RFC 6265 §5.4)."""
+        target, headers = super().head_for(outgoing, route, settings)
+        if settings.cookies is not None:
+            settings.cookies.add_cookie_header(CookieExchange(outgoing, headers))
+        return target, headers
+
+    def replied(self, outgoing, reply, head, settings):
+        """Keep the cookies a reply sets, as the jar's rules allow (domain, path, Secure)."""
+        super().replied(outgoing, reply, head, settings)
+        if settings.cookies is not None:
+            settings.cookies.extract_cookies(CookieExchange(outgoing, outgoing.headers, reply),
+                                             CookieExchange(outgoing, dict(outgoing.headers)))
+
+
+class CookieExchange:
+    """One hop as http.cookiejar asks to see it (with urllib.request's names): the
+    request's URL and headers, and the reply's headers."""
+
+    unverifiable = False
+
+    def __init__(self, outgoing, headers, reply=None):
+        self.url, self.headers, self.reply = outgoing.url, headers, reply
+        parts = urlsplit(outgoing.url)
+        self.type, self.host, self.origin_req_host = parts.scheme, parts.netloc, parts.hostname
+
+    def get_full_url(self):
+        """The request's URL."""
+        return self.url
+
+    def has_header(self, name):
+        """Whether the request has a header, in any case."""
+        return any(key.lower() == name.lower() for key in self.headers)
+
+    def get_header(self, name, default=None):
+        """A request header's value, in any case, or default."""
+        return next((value for key, value in self.headers.items()
+                     if key.lower() == name.lower()), default)
+
+    def header_items(self):
+        """The request's headers, as (name, value) pairs."""
+        return list(self.headers.items())
+
+    def add_unredirected_header(self, name, value):
+        """Add the Cookie header the jar made."""
+        self.headers[name] = value
+
+    def info(self):
+        """The reply's headers, for the jar to read Set-Cookie from."""
+        return self.reply.msg
+
+
+def read_cookie_file(jar, path):
+    """Add to the jar the cookies of a Netscape cookie file (curl's and browsers' format);
+    none from a file not there yet. OSError or ValueError for one that cannot be read."""
+    try:
+        with open(path) as file:
+            for number, line in enumerate(file.read().splitlines(), 1):
+                add_netscape_cookie(jar, line, number)
+    except FileNotFoundError:
+        pass
+
+
+def add_netscape_cookie(jar, line, number):
+    """Add the cookie a line of a Netscape cookie file holds, as curl writes them: an
+    HttpOnly one after "#HttpOnly_" (which http.cookiejar skips before 3.10, bpo-2190), and
+    a session cookie with 0 for its expiry (which http.cookiejar takes for 1970)."""
+    line = line[len("#HttpOnly_"):] if line.startswith("#HttpOnly_") else line
+    if not line.strip() or line.startswith("#"):
+        return
+    fields = line.split("\t")
+    if len(fields) != 7 or not ASCII_DIGITS.fullmatch(fields[4] or "0"):
+        raise ValueError("line %d is not a cookie (7 fields, tab-separated)" % number)
+    domain, _, path, secure, expires, name, value = fields
+    if "." not in domain:  # http.cookiejar knows "localhost" as "localhost.local"
+        domain += ".local"
+    expires = int(expires or 0)  # "" as http.cookiejar writes a session cookie, 0 as curl does
+    import http.cookiejar
+    jar.set_cookie(http.cookiejar.Cookie(
+        0, name, value, None, False, domain, domain.startswith("."), domain.startswith("."),
+        path, True, secure == "TRUE", expires or None, not expires, None, None, {}))
+
+
+def cookie_file_text(jar):
+    """The jar as curl writes a Netscape cookie file: a session cookie with 0 for its
+    expiry, a host's own cookie for that host alone (FALSE), "localhost" as itself."""
+    lines = ["# Netscape HTTP Cookie File", "# https://curl.se/docs/http-cookies.html",
+             "# This file was generated by rest_client.py! Edit at your own risk.", ""]
+    for cookie in jar:
+        domain = cookie.domain[:-len(".local")] if cookie.domain.endswith(".local") and (
+            not cookie.domain_specified) else cookie.domain
+        prefix = "#HttpOnly_" if cookie.has_nonstandard_attr("HttpOnly") else ""
+        lines.append("\t".join([prefix + domain, "TRUE" if domain.startswith(".") else "FALSE",
+                                cookie.path, "TRUE" if cookie.secure else "FALSE",
+                                str(cookie.expires or 0), cookie.name, cookie.value or ""]))
+    return "\n".join(lines) + "\n"
+
+
+
+# ---------------------------------------------------------------------------------------
+# Appendix F: forms, multipart/form-data (RFC 7578) with files read as they are sent, and
+# URL-encoded
+# ---------------------------------------------------------------------------------------
+
+class Forms(CoreClient):
+    """A client that sends a MultipartForm or an UrlEncodedForm body as its kind says."""
+
+    def body_for(self, body, headers):
+        """A form's body, its Content-Type and length in headers; any other as the core's."""
+        if isinstance(body, (MultipartForm, UrlEncodedForm)):
+            return form_body(body, headers)
+        return super().body_for(body, headers)
+
+
+MultipartForm = namedtuple("MultipartForm", "fields")
+MultipartForm.__doc__ = """A multipart/form-data body (RFC 7578): fields as a dict or (name,
+value) pairs, each value a str, bytes, or an Upload, a file read from disk as it is sent."""
+
+
+UrlEncodedForm = namedtuple("UrlEncodedForm", "fields")
+UrlEncodedForm.__doc__ = """An application/x-www-form-urlencoded body, as an HTML form sends:
+fields as a dict or (name, value) pairs."""
+
+
+Upload = namedtuple("Upload", "path content_type filename")
+Upload.__new__.__defaults__ = (None, None)
+Upload.__doc__ = """A file in a MultipartForm: its path (or its bytes themselves), and the
+content type (guessed from its name when None, none when "") and file name (the path's last
+part when None; none for bytes without one) that the part names."""
+
+
+
+def form_body(form, headers):
+    """A form's body, its Content-Type in headers; a multipart body's type is always ours,
+    for it names the boundary, and its length is known before it is read."""
+    has_type = any(name.lower() == "content-type" for name in headers)
+    if isinstance(form, UrlEncodedForm):
+        if not has_type:
+            headers["Content-Type"] = "application/x-www-form-urlencoded"
+        return urlencode(form.fields, quote_via=quote).encode("ascii")
+    body = MultipartBody(form.fields)
+    for name in [name for name in headers if name.lower() == "content-type"]:
+        del headers[name]
+    headers["Content-Type"] = "multipart/form-data; boundary=" + body.boundary
+    if not any(name.lower() in ("content-length", "transfer-encoding") for name in headers):
+        headers["Content-Length"] = str(body.length)
+    return body
+
+
+class MultipartBody:
+    """A multipart/form-data body (RFC 7578) that reads its files as it is sent, a piece at a
+    time, never whole; it can be sent again (after a dead kept connection) from the start."""
+
+    def __init__(self, fields):
+        self.boundary = "------------------------" + os.urandom(8).hex()
+        self.parts = [(part_head(self.boundary, name, value), value)
+                      for name, value in (fields.items() if hasattr(fields, "items") else fields)]
+        self.end = ("--%s--\r\n" % self.boundary).encode("ascii")
+        self.length = len(self.end) + sum(len(head) + part_size(value) + 2
+                                          for head, value in self.parts)
+
+    def __iter__(self):
+        """The body's bytes, a part's head, then its text or its file's pieces, and so on."""
+        for head, value in self.parts:
+            yield head
+            if isinstance(value, Upload) and isinstance(value.path, bytes):
+                yield value.path
+            elif isinstance(value, Upload):
+                with open(value.path, "rb") as file:
+                    yield from iter(functools.partial(file.read, CHUNK_SIZE), b"")
+            else:
+                yield value.encode("utf-8") if isinstance(value, str) else value
+            yield b"\r\n"
+        yield self.end
+
+
+def part_head(boundary, name, value):
+    """The boundary and headers that open a part: its field name, and a file's name and type."""
+    disposition = 'form-data; name="%s"' % form_quoted(name)
+    lines = ["--" + boundary]
+    filename = value.filename if isinstance(value, Upload) else None
+    if isinstance(value, Upload) and filename is None and not isinstance(value.path, bytes):
+        filename = os.path.basename(value.path)
+    if filename is not None:
+        disposition += '; filename="%s"' % form_quoted(filename)
+    lines.append("Content-Disposition: " + disposition)
+    if isinstance(value, Upload) and value.content_type != "":
+        lines.append("Content-Type: " + (value.content_type or guessed_type(filename or "")))
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("utf-8")  # RFC 7578 §5.1.1: UTF-8 names
+
+
+def guessed_type(filename):
+    """The media type a file's name suggests, application/octet-stream when none."""
+    import mimetypes
+    return mimetypes.guess_type(filename)[0] or "application/octet-stream"
+
+
+def form_quoted(name):
+    """A field or file name inside quotes, escaped as browsers do (RFC 7578 §4.2)."""
+    return name.replace('"', "%22").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def part_size(value):
+    """The bytes of a part's content: a file's size on disk, or the text's in UTF-8."""
+    if isinstance(value, Upload) and isinstance(value.path, bytes):
+        return len(value.path)
+    if isinstance(value, Upload):
+        return os.path.getsize(value.path)  # an OSError when it cannot be read: an error value
+    return len(value.encode("utf-8") if isinstance(value, str) else value)
+
+
+
+# ---------------------------------------------------------------------------------------
+# Appendix G: downloads, a body written to a file as it arrives, never whole in memory
+# ---------------------------------------------------------------------------------------
+
+class Downloads(CoreClient):
+    """A client that can write a reply's body to a file as it arrives:
+
+    save_to           a path or a binary file object (or a Download) that gets the body
+                      of a 2xx as it arrives (-o); the Response then has an empty body,
+                      saved_to and saved_size; max_body=None is then no limit
+    progress          if given, called with (bytes so far, total or None) as they arrive
+    save_errors       False: a 4xx or 5xx leaves the file alone (--fail), and its body is
+                      the Response's
+    """
+
+    def __init__(self, *arguments, save_to=None, progress=None, save_errors=True, **settings):
+        super().__init__(*arguments, **settings)
+        self.settings.save_to, self.settings.progress = save_to, progress
+        self.settings.save_errors = save_errors
+
+    def settings_for(self, changes, timeout):
+        """The settings, save_to as a Download of this request's."""
+        settings = super().settings_for(changes, timeout)
+        if settings.save_to is None or isinstance(settings.save_to, Download):
+            return settings
+        return settings.changed({"save_to": Download(settings.save_to, settings.progress,
+                                                     settings.save_errors)})
+
+    def replied(self, outgoing, reply, head, settings):
+        """Show the head to the download, before its body."""
+        super().replied(outgoing, reply, head, settings)
+        if settings.save_to is not None:
+            settings.save_to.head(head)
+
+    def body_limit(self, reply, settings):
+        """No limit but max_body's for a body that goes to the file."""
+        if streamed(reply, settings):
+            return settings.max_body
+        return super().body_limit(reply, settings)
+
+    def arriving(self, reply, settings):
+        """The pieces as they arrive, progress told of them."""
+        if settings.save_to is None:
+            return super().arriving(reply, settings)
+        return raw_pieces(reply, settings.save_to.progress)
+
+    def kept(self, pieces, reply, settings):
+        """A 2xx body written to the file as it arrives (b"" is kept), any other whole."""
+        if not streamed(reply, settings):
+            return super().kept(pieces, reply, settings)
+        stream(pieces, settings.save_to)
+        return b""
+
+    def outcome(self, response, error, settings):
+        """The download's result (see saved)."""
+        if settings.save_to is None:
+            return response, error
+        return saved(response, error, settings.save_to)
+
+
+def streamed(reply, settings):
+    """Whether a reply's body goes to the download as it arrives: a 2xx's does."""
+    return settings.save_to is not None and 200 <= reply.status < 300
+
 
 class Download:
     """Where a body goes as it arrives: a binary file object, or a path. A regular file (or
@@ -1384,6 +1910,7 @@ def stream(pieces, download):
     download.complete = True
 
 
+
 def saved(response, error, download):
     """send()'s result for a download: an empty body that says where the bytes went and
     how many; a reply whose body was kept in memory (a 3xx, a 4xx) is written there now,
@@ -1401,15 +1928,47 @@ def saved(response, error, download):
     if error is not None:
         download.abandon()
         return None, error
-    result = Response(response.status_code, "", response.headers)
-    result.__dict__.update(response.__dict__)
-    result.content, result.saved_to, result.saved_size = b"", download.target, download.size
-    return result, None
+    return Response.made(response.status_code, "", response.headers,
+                         **dict(response.__dict__, content=b"", saved_to=download.target,
+                                saved_size=download.size)), None
 
 
 # ---------------------------------------------------------------------------------------
-# Content codings: gzip and deflate replies, decoded as they arrive (RFC 9110 §8.4)
+# Appendix H: content codings, gzip and deflate replies decoded as they arrive, in bounded
+# steps (RFC 9110 §8.4)
 # ---------------------------------------------------------------------------------------
+
+ACCEPT_ENCODING = "gzip, deflate"  # what the client asks for unless the caller says otherwise
+ACCEPT_ENCODING_NAME = "Accept-Encoding"
+
+
+class ContentCodings(CoreClient):
+    """A client that asks for compressed replies and decodes them:
+
+    compressed        whether to ask for gzip and deflate replies; a reply in a coding the
+                      request's Accept-Encoding named is decoded, whoever set it
+    """
+
+    def __init__(self, *arguments, compressed=True, **settings):
+        super().__init__(*arguments, **settings)
+        self.settings.compressed = compressed
+
+    def add_headers(self, url, headers, spellings, settings):
+        """Add Accept-Encoding, unless the request has one (kept under one spelling, for
+        decoded to find)."""
+        super().add_headers(url, headers, spellings, settings)
+        if settings.compressed and "accept-encoding" not in spellings:
+            headers[ACCEPT_ENCODING_NAME] = ACCEPT_ENCODING
+        elif "accept-encoding" in spellings:
+            headers[ACCEPT_ENCODING_NAME] = headers.pop(spellings["accept-encoding"])
+
+    def decoded(self, pieces, reply, outgoing):
+        """The pieces with each coding the request accepted undone."""
+        accepted = ", ".join(as_list(outgoing.headers.get(ACCEPT_ENCODING_NAME, "")))
+        for inflater in inflaters_for(reply.msg.get_all("Content-Encoding") or [], accepted):
+            pieces = inflater.undo(pieces)
+        return pieces
+
 
 def inflaters_for(content_encodings, accept_encoding):
     """An Inflater for each content coding to undo, last applied first (RFC 9110 §8.4), as
@@ -1483,435 +2042,246 @@ class Inflater:
         return rest
 
 
+
 # ---------------------------------------------------------------------------------------
-# TLS: the system's CAs or the caller's, client certificates, and what to say on failure
+# Appendix I: redirects, followed as curl -L follows them when asked
 # ---------------------------------------------------------------------------------------
 
-UNKNOWN_ISSUER = (2, 18, 19, 20, 21)  # OpenSSL's X509_V_ERR_* for an issuer not trusted
+MAX_REDIRECTS = 10
+REDIRECT_STATUSES = (301, 302, 303, 307, 308)  # RFC 9110 §15.4
+CREDENTIAL_HEADERS = ("authorization", "cookie", "proxy-authorization")  # never sent on to
+# another host or from https to http by a redirect (RFC 9110 §15.4: a client should not)
+SAFE, ALL = "safe", "all"  # follow_redirects: GET and HEAD only (the default), or every method
 
 
-@functools.lru_cache(maxsize=32)
-def tls_context(cacert=None, capath=None, cert=None, key=None, insecure=False, lowest=None):
-    """An ssl.SSLContext for Client(context=...): it trusts the CAs in cacert (a PEM file)
-    or capath (a folder) instead of the system's, shows a client certificate (cert, and key
-    unless cert holds it) for mutual TLS, or, only with insecure=True, checks nothing.
-    lowest ("TLSv1.2" or "TLSv1.3") is the oldest TLS version it speaks. OSError
-    (ssl.SSLError too) for a file it cannot read. The same settings give the same
-    context, so that requests made with them share kept connections.
+class Redirects(CoreClient):
+    """A client that follows redirects:
 
-    Without a context, the system's CAs are trusted, and SSL_CERT_FILE and SSL_CERT_DIR
-    name others, as OpenSSL reads them."""
-    import ssl
-    if capath is not None:
-        os.listdir(capath)  # OpenSSL would look in it only when a certificate comes
-    context = ssl.create_default_context(cafile=cacert, capath=capath)
-    # Python 3.13 adds VERIFY_X509_STRICT, which refuses a CA made without a key usage
-    # extension (openssl req -x509 makes one); curl, urllib3 and browsers accept it.
-    context.verify_flags &= ~getattr(ssl, "VERIFY_X509_STRICT", 0)
-    if cert is not None:
-        context.load_cert_chain(cert, key)
-    if insecure:
-        context.check_hostname = False
-        context.verify_mode = ssl.CERT_NONE
-    versions = getattr(ssl, "TLSVersion", None)  # Python 3.7's; 3.6 has no minimum_version
-    if lowest is not None and versions is not None:
-        context.minimum_version = getattr(versions, lowest.replace(".", "_"))
-    elif lowest is not None:
-        context.options |= ssl.OP_NO_TLSv1 | ssl.OP_NO_TLSv1_1 | (
-            ssl.OP_NO_TLSv1_2 if lowest == "TLSv1.3" else 0)
-    return context
+    follow_redirects  SAFE (GET and HEAD only, at most max_redirects, then the 3xx is the
+                      answer), ALL (every method, by curl -L's rules, and more than
+                      max_redirects is TooManyRedirects) or None (never)
+    max_redirects     how many at most (10)
+    keep_method       with ALL, the method stays on every hop (curl -X with -L), its body
+                      kept or dropped as for the method this names (POST for curl's -d)
+    auto_referer      whether a redirect sends the URL it came from as Referer (-e ";auto")
+    """
+
+    def __init__(self, *arguments, follow_redirects=SAFE, max_redirects=MAX_REDIRECTS,
+                 keep_method=None, auto_referer=False, **settings):
+        super().__init__(*arguments, **settings)
+        self.settings.follow_redirects, self.settings.max_redirects = (follow_redirects,
+                                                                       max_redirects)
+        self.settings.keep_method, self.settings.auto_referer = keep_method, auto_referer
+
+    def next_request(self, outgoing, response, settings, hops):
+        """The request that follows a redirect, or None when the reply is the answer."""
+        return next_request(outgoing, response, settings, hops)
 
 
-def default_tls_context():
-    """The context for https without one given: the system's CAs (tls_context())."""
-    return tls_context()
+def next_request(outgoing, response, settings, hops):
+    """The request that follows a redirect, or None when the reply is the answer. SAFE
+    follows GET and HEAD only and lets the last 3xx be the answer; ALL follows curl -L's
+    rules and says TooManyRedirects past the limit."""
+    mode = settings.follow_redirects
+    location = response.headers.first("Location", None)
+    if not mode or location is None or response.status_code not in REDIRECT_STATUSES:
+        return None
+    if mode == SAFE and outgoing.method not in ("GET", "HEAD"):
+        return None
+    if hops >= settings.max_redirects:
+        if mode == SAFE:
+            return None
+        raise TooManyRedirects("more than %d redirects, the last to %s"
+                               % (settings.max_redirects, location))
+    new_url = urljoin(outgoing.url, location.strip().replace(" ", "%20"))
+    if urlsplit(new_url).scheme.lower() not in ("http", "https"):
+        return None
+    method, body, headers = redirected(outgoing, response.status_code, settings.keep_method)
+    if not credentials_may_follow(outgoing.url, new_url):
+        headers = {name: value for name, value in headers.items()
+                   if name.lower() not in CREDENTIAL_HEADERS}
+    if settings.auto_referer:  # curl -e ";auto": each hop names the URL it came from
+        headers = {name: value for name, value in headers.items() if name.lower() != "referer"}
+        headers["Referer"] = outgoing.url  # without user info or #fragment (RFC 9110 §10.1.3)
+    headers["Host"] = urlsplit(sendable_url(new_url)).netloc
+    return Outgoing(method, sendable_url(new_url), headers, body)
 
 
-def start_tls(sock, route, trace):
-    """The TCP connection wrapped in TLS, the server's certificate verified; TLSError or
-    UntrustedCertificate (which says what would help) when the handshake fails."""
-    import ssl
+def redirected(outgoing, status, keep_method):
+    """The method, body and headers after a redirect (RFC 9110 §15.4, as curl and browsers
+    do): a 303, and a 301 or 302 to a POST, go on as GET without the body; a 307 or 308
+    keeps both. With keep_method (curl's -X), the method stays, and the body goes as it
+    would for the method keep_method names (POST for curl's -d)."""
+    method, body = outgoing.method, rewound(outgoing.body)
+    rules = keep_method or method
+    if (status == 303 and rules != "HEAD") or (status in (301, 302) and rules == "POST"):
+        method, body = (method if keep_method else "GET"), None
+    headers = dict(outgoing.headers)
+    if body is None:
+        for name in [name for name in headers if name.lower() in (
+                "content-type", "content-length", "transfer-encoding")]:
+            del headers[name]
+    return method, body, headers
+
+
+def credentials_may_follow(url, new_url):
+    """Whether credentials may follow a redirect: to the same host and port, never from https
+    to http; http to https from and to the default ports counts as the same place."""
+    old, new = urlsplit(url), urlsplit(new_url)
+    if (old.scheme, new.scheme) == ("https", "http") or old.hostname != new.hostname:
+        return False
+    ports = (old.port or DEFAULT_PORTS[old.scheme], new.port or DEFAULT_PORTS[new.scheme])
+    return ports[0] == ports[1] or ports == (80, 443)
+
+
+
+# ---------------------------------------------------------------------------------------
+# Appendix J: retries of idempotent requests, after a backoff or as Retry-After asks
+# ---------------------------------------------------------------------------------------
+
+RETRY_STATUSES = (429, 503)  # Too Many Requests, Service Unavailable: "try again later"
+MAX_RETRY_AFTER = 30.0  # seconds: a server asking for longer gets this much
+FIRST_BACKOFF, MAX_BACKOFF = 0.5, 8.0  # seconds, without a Retry-After
+
+
+class Retries(CoreClient):
+    """A client that sends a request again when no reply came, or the reply said to try
+    again later:
+
+    retries           how many more times an idempotent request is sent (RFC 9110 §9.2.2)
+                      while no reply comes or the reply is 429 or 503; see retry_wait. POST
+                      and PATCH are never sent twice: the server may have acted on the first
+    """
+
+    def __init__(self, *arguments, retries=0, **settings):
+        super().__init__(*arguments, **settings)
+        self.settings.retries = retries
+
+    def attempts(self, request, settings):
+        """Send the request, and again while retries and worth_retrying say so; the last
+        result."""
+        method = str(request.method).upper()
+        for attempt in itertools.count():
+            response, error = super().attempts(request, settings)
+            if attempt >= settings.retries or not worth_retrying(method, response, error) or (
+                    spilled(getattr(settings, "save_to", None))):
+                return response, error
+            wait = retry_wait(response, attempt)
+            self.tell(settings, "retrying", response, error, wait)
+            time.sleep(wait)
+
+
+def spilled(download):
+    """Whether part of a body went where a retry cannot take it back: a file object (a
+    pipe, say), not a path, whose file beside the target starts again."""
+    return download is not None and download.size > 0 and not download.is_path
+
+
+def worth_retrying(method, response, error):
+    """Whether to send a request again: it must be idempotent (RFC 9110 §9.2.2), and no
+    reply came (for a request that could be sent) or the reply said to try again later."""
+    if method not in IDEMPOTENT_METHODS or isinstance(error, (ValueError, ReplyTooLarge,
+                                                               MalformedReply)):
+        return False
+    return response is None or response.status_code in RETRY_STATUSES
+
+
+def retry_wait(response, attempt):
+    """Seconds to wait before retry number attempt + 1 (counting from 0).
+
+    The reply's Retry-After, in seconds or as an HTTP date (RFC 9110 §10.2.3), capped at
+    30 s; without one, 0.5 s doubled each time, with random jitter of up to half the wait
+    either way, so that many clients do not come back at the same moment; at most 8 s.
+    """
+    asked = retry_after(response) if response is not None else None
+    if asked is not None:
+        return min(asked, MAX_RETRY_AFTER)
+    import random
+    wait = FIRST_BACKOFF * 2 ** min(attempt, 16)
+    return min(random.uniform(wait / 2, wait * 1.5), MAX_BACKOFF)
+
+
+def retry_after(response):
+    """The seconds a reply's Retry-After asks for (0 for a date past), or None."""
+    import email.utils
+    from datetime import datetime, timezone
+    value = (response.headers.get("Retry-After") or [""])[0].strip()
+    if ASCII_DIGITS.fullmatch(value):  # not isdigit(), which takes "²" and other digits
+        return float(value)
     try:
-        tls = route.context.wrap_socket(sock, server_hostname=route.host)
-    except socket.timeout as error:
-        sock.close()
-        raise Timeout("the TLS handshake with %s:%d took too long" % (route.host, route.port),
-                      error) from None
-    except (ssl.SSLError, ssl.CertificateError, OSError) as error:
-        sock.close()
-        if sys.implementation.name == "pypy":
-            forget_openssl_errors()
-        raise tls_failure(error, route) from None
-    if detailed(trace):
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):  # not a date (Python before 3.10 says TypeError)
+        return None
+    if when.tzinfo is None:  # "-0000": a time in UTC
+        when = when.replace(tzinfo=timezone.utc)
+    return max(0.0, (when - datetime.now(timezone.utc)).total_seconds())
+
+
+
+# ---------------------------------------------------------------------------------------
+# Appendix K: verbose, what the client tells its trace shown as curl -v shows it
+# ---------------------------------------------------------------------------------------
+
+class Verbose(CoreClient):
+    """A client whose trace, a function, is given each line curl -v would show: the
+    request's head and the reply's (credentials as ***), each retry and why; with a trace
+    whose detailed is true, connections, tunnels, TLS and redirects too."""
+
+    def tell(self, settings, event, *details):
+        """Tell the trace, and give it the event's lines."""
+        super().tell(settings, event, *details)
+        trace = settings.trace
+        if trace is not None:
+            for line in event_lines(event, details, getattr(trace, "detailed", False)):
+                trace(line)
+
+    def reply_class(self, settings):
+        """A reply that keeps its head's bytes, for a trace (curl -i, -v and -D show a head
+        so, its spacing kept): a few calls more than Reply's."""
+        return HeadKeepingReply if settings.trace else Reply
+
+
+def event_lines(event, details, detailed):
+    """The lines curl -v shows for an event; those of connections, tunnels, TLS and
+    redirects only when detailed."""
+    if event == "sending":
+        return request_head_lines(details[0])
+    if event == "replied":
+        return ["< " + masked(line) for line in details[0].head_lines()] + ["<"]
+    if event == "retrying":
+        response, error, wait = details
+        return ["* %s: retrying in %.3g s (%s)" % (why(response, error), wait,
+                                                   how_long(response))]
+    if not detailed:
+        return []
+    return detailed_lines(event, details)
+
+
+def detailed_lines(event, details):
+    """The lines curl -v shows of a connection, a tunnel, TLS or a redirect."""
+    if event == "connected":
+        connection = details[0]
+        return ["* Connected to %s (%s) port %d"
+                % (connection.host, connection.sock.getpeername()[0], connection.port)]
+    if event == "tunnelling":
+        return ["> " + masked(line) for line in details[0]]
+    if event == "tunnelled":
+        reply = details[0]
+        return ["< HTTP/1.%d %d %s" % (reply.version % 10, reply.status, reply.reason)]
+    if event == "secured":
+        tls = details[0]
         subject = dict(item[0] for item in (tls.getpeercert() or {}).get("subject", ()))
-        trace("* %s connection, server certificate subject: CN=%s"
-              % (tls.version(), subject.get("commonName", "?")))
-    return tls
-
-
-def tls_failure(error, route):
-    """The error for a failed handshake: UntrustedCertificate naming --cacert only for an
-    issuer not trusted, never for a name that does not match or a certificate expired."""
-    import ssl
-    where = "%s:%d" % (route.host, route.port)
-    verify_failed = getattr(error, "reason", None) == "CERTIFICATE_VERIFY_FAILED" or isinstance(
-        error, ssl.CertificateError)
-    if not verify_failed:
-        return TLSError("the TLS handshake with %s failed: %s" % (where, error), error)
-    text = "the certificate of %s did not verify: %s" % (where, error)
-    code = getattr(error, "verify_code", None)
-    if code in UNKNOWN_ISSUER or (code is None and not isinstance(error, ssl.CertificateError)):
-        # Python 3.6 does not say why a certificate failed, only a name that did not match
-        text += (". If the server's CA is your company's or your own, trust it with --cacert "
-                 "FILE (from Python: Client(context=tls_context(cacert=FILE))) or "
-                 "SSL_CERT_FILE=FILE in the environment")
-    return UntrustedCertificate(text, error)
-
-
-def forget_openssl_errors():
-    """Empty OpenSSL's error queue, which PyPy's ssl leaves full after a failed handshake:
-    the next request of this thread on a kept TLS connection would fail with the same
-    error. Making an SSL object empties it."""
-    import ssl
-    ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT).wrap_bio(ssl.MemoryBIO(), ssl.MemoryBIO())
-
-
-# ---------------------------------------------------------------------------------------
-# Proxies, chosen as curl chooses them
-# ---------------------------------------------------------------------------------------
-
-def environment_proxies():
-    """http_proxy, https_proxy, all_proxy (for a scheme without its own) and no_proxy as
-    curl reads them, the lower-case name first (HTTPS_PROXY, ALL_PROXY, NO_PROXY
-    otherwise); read when a client is made, as curl reads them at its start. Never
-    HTTP_PROXY: in CGI, a request's "Proxy:" header arrives as HTTP_PROXY, so a web
-    request could choose the proxy (httpoxy, CVE-2016-5385); curl skips it too."""
-    found = {}
-    for name in ("http_proxy", "https_proxy", "all_proxy", "no_proxy"):
-        for spelling in (name,) if name == "http_proxy" else (name, name.upper()):
-            if spelling in os.environ:
-                found.setdefault(name, os.environ[spelling])
-    return found
-
-
-def choose_proxy(parts, settings, environment):
-    """The URL of the proxy for a request's URL, or None: proxy=, else the environment's,
-    unless noproxy= (or no_proxy) names the host."""
-    proxy = settings.proxy
-    if proxy is None:
-        proxy = environment.get(parts.scheme.lower() + "_proxy", environment.get("all_proxy"))
-    if not proxy:
-        return None
-    no_proxy = environment.get("no_proxy", "") if settings.noproxy is None else settings.noproxy
-    return None if bypassed(parts.hostname, no_proxy) else proxy
-
-
-def proxy_parts(proxy, scheme):
-    """(the proxy's (host, port) or None, its Proxy-Authorization or None, whether the
-    origin is reached through its tunnel). Credentials in the proxy's URL go to the proxy
-    alone: in Proxy-Authorization for http://, on the CONNECT for https://."""
-    if not proxy:
-        return None, None, False
-    parts = urlsplit(proxy if "://" in proxy else "http://" + proxy)
-    if parts.scheme.lower() != "http":
-        raise ValueError("only http:// proxies are supported, not %r" % proxy)
-    authorization = None
-    if parts.username is not None:
-        authorization = basic_credentials(unquote(parts.username), unquote(parts.password or ""))
-    host = parts.hostname.encode("idna").decode("ascii") if NON_ASCII.search(
-        parts.hostname) else parts.hostname
-    return (host, parts.port or 1080), authorization, scheme == "https"  # curl's port 1080
-
-
-def bypassed(host, no_proxy):
-    """Whether no_proxy names the host, as curl reads it: "*" for every host, a name for
-    itself and the names under it (a leading dot changes nothing: urllib mishandles one
-    before bpo-39057, which 3.6 never got), an IP address, or a range (10.0.0.0/8)."""
-    for entry in no_proxy.lower().split(","):
-        entry = entry.strip().strip(".")
-        if entry and (entry == "*" or host == entry or host.endswith("." + entry)
-                      or in_network(host, entry)):
-            return True
-    return False
-
-
-def in_network(host, entry):
-    """Whether host is an IP address in the range entry names, such as 10.0.0.0/8."""
-    if "/" not in entry:
-        return False
-    import ipaddress
-    try:
-        return ipaddress.ip_address(host) in ipaddress.ip_network(entry, False)
-    except ValueError:  # a name, not an address
-        return False
-
-
-# ---------------------------------------------------------------------------------------
-# Credentials: Basic authentication from auth=, the URL, or .netrc (RFC 7617)
-# ---------------------------------------------------------------------------------------
-
-def basic_credentials(user, password):
-    """The Authorization value for Basic authentication (RFC 7617), in UTF-8 (its §2.1)."""
-    import base64
-    pair = ("%s:%s" % (user, password)).encode("utf-8")
-    return "Basic " + base64.b64encode(pair).decode("ascii")
-
-
-def credentials_for(url, settings):
-    """The (user, password) to send: auth=, else the URL's user info (percent-decoded), else
-    .netrc's when netrc=True (or a netrc file's path); or None."""
-    if settings.auth is not None:
-        return settings.auth
-    if "@" in url:  # only then can there be user info; most URLs are spared the parsing
-        parts = urlsplit(url)
-        if parts.username is not None:
-            return unquote(parts.username), unquote(parts.password or "")
-    if settings.netrc:
-        return netrc_credentials(urlsplit(url).hostname, settings.netrc)
-    return None
-
-
-def netrc_credentials(host, path=True):
-    """The login and password a netrc file has for host, or None: path, or with True,
-    ~/.netrc (or the file NETRC names)."""
-    import netrc
-    if path is True:
-        path = os.environ.get("NETRC") or os.path.join(os.path.expanduser("~"), ".netrc")
-    try:
-        found = netrc.netrc(path).authenticators(host)
-    except FileNotFoundError:
-        return None
-    except netrc.NetrcParseError as error:
-        raise ValueError("cannot read %s: %s" % (path, error)) from None
-    return (found[0], found[2]) if found else None
-
-
-# ---------------------------------------------------------------------------------------
-# Cookies: a jar (http.cookiejar) filled by replies and sent from, by its rules
-# ---------------------------------------------------------------------------------------
-
-class CookieExchange:
-    """One hop as http.cookiejar asks to see it (with urllib.request's names): the
-    request's URL and headers, and the reply's headers."""
-
-    unverifiable = False
-
-    def __init__(self, outgoing, headers, reply=None):
-        self.url, self.headers, self.reply = outgoing.url, headers, reply
-        parts = urlsplit(outgoing.url)
-        self.type, self.host, self.origin_req_host = parts.scheme, parts.netloc, parts.hostname
-
-    def get_full_url(self):
-        """The request's URL."""
-        return self.url
-
-    def has_header(self, name):
-        """Whether the request has a header, in any case."""
-        return any(key.lower() == name.lower() for key in self.headers)
-
-    def get_header(self, name, default=None):
-        """A request header's value, in any case, or default."""
-        return next((value for key, value in self.headers.items()
-                     if key.lower() == name.lower()), default)
-
-    def header_items(self):
-        """The request's headers, as (name, value) pairs."""
-        return list(self.headers.items())
-
-    def add_unredirected_header(self, name, value):
-        """Add the Cookie header the jar made."""
-        self.headers[name] = value
-
-    def info(self):
-        """The reply's headers, for the jar to read Set-Cookie from."""
-        return self.reply.msg
-
-
-def add_cookies(jar, outgoing, headers):
-    """Add the jar's cookies for this URL to the headers (RFC 6265 §5.4)."""
-    jar.add_cookie_header(CookieExchange(outgoing, headers))
-
-
-def keep_cookies(jar, outgoing, reply):
-    """Keep the cookies a reply sets, as the jar's rules allow (domain, path, Secure)."""
-    jar.extract_cookies(CookieExchange(outgoing, outgoing.headers, reply),
-                        CookieExchange(outgoing, dict(outgoing.headers)))
-
-
-def read_cookie_file(jar, path):
-    """Add to the jar the cookies of a Netscape cookie file (curl's and browsers' format);
-    none from a file not there yet. OSError or ValueError for one that cannot be read."""
-    try:
-        with open(path) as file:
-            for number, line in enumerate(file.read().splitlines(), 1):
-                add_netscape_cookie(jar, line, number)
-    except FileNotFoundError:
-        pass
-
-
-def add_netscape_cookie(jar, line, number):
-    """Add the cookie a line of a Netscape cookie file holds, as curl writes them: an
-    HttpOnly one after "#HttpOnly_" (which http.cookiejar skips before 3.10, bpo-2190), and
-    a session cookie with 0 for its expiry (which http.cookiejar takes for 1970)."""
-    line = line[len("#HttpOnly_"):] if line.startswith("#HttpOnly_") else line
-    if not line.strip() or line.startswith("#"):
-        return
-    fields = line.split("\t")
-    if len(fields) != 7 or not ASCII_DIGITS.fullmatch(fields[4] or "0"):
-        raise ValueError("line %d is not a cookie (7 fields, tab-separated)" % number)
-    domain, _, path, secure, expires, name, value = fields
-    if "." not in domain:  # http.cookiejar knows "localhost" as "localhost.local"
-        domain += ".local"
-    expires = int(expires or 0)  # "" as http.cookiejar writes a session cookie, 0 as curl does
-    import http.cookiejar
-    jar.set_cookie(http.cookiejar.Cookie(
-        0, name, value, None, False, domain, domain.startswith("."), domain.startswith("."),
-        path, True, secure == "TRUE", expires or None, not expires, None, None, {}))
-
-
-def cookie_file_text(jar):
-    """The jar as curl writes a Netscape cookie file: a session cookie with 0 for its
-    expiry, a host's own cookie for that host alone (FALSE), "localhost" as itself."""
-    lines = ["# Netscape HTTP Cookie File", "# https://curl.se/docs/http-cookies.html",
-             "# This file was generated by rest_client.py! Edit at your own risk.", ""]
-    for cookie in jar:
-        domain = cookie.domain[:-len(".local")] if cookie.domain.endswith(".local") and (
-            not cookie.domain_specified) else cookie.domain
-        prefix = "#HttpOnly_" if cookie.has_nonstandard_attr("HttpOnly") else ""
-        lines.append("\t".join([prefix + domain, "TRUE" if domain.startswith(".") else "FALSE",
-                                cookie.path, "TRUE" if cookie.secure else "FALSE",
-                                str(cookie.expires or 0), cookie.name, cookie.value or ""]))
-    return "\n".join(lines) + "\n"
-
-
-# ---------------------------------------------------------------------------------------
-# Forms: multipart/form-data (RFC 7578), files read as they are sent, and URL-encoded
-# ---------------------------------------------------------------------------------------
-
-MultipartForm = namedtuple("MultipartForm", "fields")
-MultipartForm.__doc__ = """A multipart/form-data body (RFC 7578): fields as a dict or (name,
-value) pairs, each value a str, bytes, or an Upload, a file read from disk as it is sent."""
-
-UrlEncodedForm = namedtuple("UrlEncodedForm", "fields")
-UrlEncodedForm.__doc__ = """An application/x-www-form-urlencoded body, as an HTML form sends:
-fields as a dict or (name, value) pairs."""
-
-Upload = namedtuple("Upload", "path content_type filename")
-Upload.__new__.__defaults__ = (None, None)
-Upload.__doc__ = """A file in a MultipartForm: its path (or its bytes themselves), and the
-content type (guessed from its name when None, none when "") and file name (the path's last
-part when None; none for bytes without one) that the part names."""
-
-
-def form_body(form, headers, has_type):
-    """A form's body, its Content-Type in headers; a multipart body's type is always ours,
-    for it names the boundary."""
-    if isinstance(form, UrlEncodedForm):
-        if not has_type:
-            headers["Content-Type"] = "application/x-www-form-urlencoded"
-        return urlencode(form.fields, quote_via=quote).encode("ascii")
-    body = MultipartBody(form.fields)
-    for name in [name for name in headers if name.lower() == "content-type"]:
-        del headers[name]
-    headers["Content-Type"] = "multipart/form-data; boundary=" + body.boundary
-    return body
-
-
-class MultipartBody:
-    """A multipart/form-data body (RFC 7578) that reads its files as it is sent, a piece at a
-    time, never whole; it can be sent again (after a dead kept connection) from the start."""
-
-    def __init__(self, fields):
-        self.boundary = "------------------------" + os.urandom(8).hex()
-        self.parts = [(part_head(self.boundary, name, value), value)
-                      for name, value in (fields.items() if hasattr(fields, "items") else fields)]
-        self.end = ("--%s--\r\n" % self.boundary).encode("ascii")
-        self.length = len(self.end) + sum(len(head) + part_size(value) + 2
-                                          for head, value in self.parts)
-
-    def __iter__(self):
-        """The body's bytes, a part's head, then its text or its file's pieces, and so on."""
-        for head, value in self.parts:
-            yield head
-            if isinstance(value, Upload) and isinstance(value.path, bytes):
-                yield value.path
-            elif isinstance(value, Upload):
-                with open(value.path, "rb") as file:
-                    yield from iter(functools.partial(file.read, CHUNK_SIZE), b"")
-            else:
-                yield value.encode("utf-8") if isinstance(value, str) else value
-            yield b"\r\n"
-        yield self.end
-
-
-def part_head(boundary, name, value):
-    """The boundary and headers that open a part: its field name, and a file's name and type."""
-    disposition = 'form-data; name="%s"' % form_quoted(name)
-    lines = ["--" + boundary]
-    filename = value.filename if isinstance(value, Upload) else None
-    if isinstance(value, Upload) and filename is None and not isinstance(value.path, bytes):
-        filename = os.path.basename(value.path)
-    if filename is not None:
-        disposition += '; filename="%s"' % form_quoted(filename)
-    lines.append("Content-Disposition: " + disposition)
-    if isinstance(value, Upload) and value.content_type != "":
-        lines.append("Content-Type: " + (value.content_type or guessed_type(filename or "")))
-    return ("\r\n".join(lines) + "\r\n\r\n").encode("utf-8")  # RFC 7578 §5.1.1: UTF-8 names
-
-
-def guessed_type(filename):
-    """The media type a file's name suggests, application/octet-stream when none."""
-    import mimetypes
-    return mimetypes.guess_type(filename)[0] or "application/octet-stream"
-
-
-def form_quoted(name):
-    """A field or file name inside quotes, escaped as browsers do (RFC 7578 §4.2)."""
-    return name.replace('"', "%22").replace("\r", "%0D").replace("\n", "%0A")
-
-
-def part_size(value):
-    """The bytes of a part's content: a file's size on disk, or the text's in UTF-8."""
-    if isinstance(value, Upload) and isinstance(value.path, bytes):
-        return len(value.path)
-    if isinstance(value, Upload):
-        return os.path.getsize(value.path)  # an OSError when it cannot be read: an error value
-    return len(value.encode("utf-8") if isinstance(value, str) else value)
-
-
-# ---------------------------------------------------------------------------------------
-# Showing the exchange, as curl -v does
-# ---------------------------------------------------------------------------------------
-
-def tell(trace, event, *details):
-    """Tell a trace that watches for it what happened: "connecting", "connected" (the
-    socket), "tunnelled" (the proxy's status), "secured" (TLS), "sending" (a request's
-    head), "replied" (a reply's head Response). The command line's -w reports times,
-    addresses and sizes from them."""
-    watcher = getattr(trace, event, None)
-    if watcher is not None:
-        watcher(*details)
-
-
-def detailed(trace):
-    """Whether a trace shows connections, TLS and redirects too (curl -v), not only heads."""
-    return getattr(trace, "detailed", False)
-
-
-def show_request_head(data, trace):
-    """Show the head of a request as it goes out, with its credentials masked."""
+        return ["* %s connection, server certificate subject: CN=%s"
+                % (tls.version(), subject.get("commonName", "?"))]
+    if event == "redirecting":
+        return ["* following the %d to %s" % (details[0].status_code, details[1])]
+    return []
+
+
+def request_head_lines(data):
+    """The lines of a request's head as it goes out, its credentials masked."""
     head = bytes(data).split(b"\r\n\r\n", 1)[0].decode("latin-1")
-    for line in head.split("\r\n"):
-        trace("> " + masked(line))
-    trace(">")
-
-
-def show_reply_head(response, trace):
-    """Show the status line and headers of a reply, with its cookies masked."""
-    tell(trace, "replied", response)
-    for line in head_lines(response):
-        trace("< " + masked(line))
-    trace("<")
+    return ["> " + masked(line) for line in head.split("\r\n")] + [">"]
 
 
 def masked(line):
@@ -1924,30 +2294,79 @@ def masked(line):
     return line
 
 
-def head_lines(response):
-    """The status line and the header lines of a reply, as received (their spacing too,
-    when the reply kept its head), as curl -i prints them."""
-    if response.raw_head:  # the last two: the blank line's end, and what follows it
-        for line in response.raw_head.decode("latin-1").split("\n")[:-2]:
-            yield line[:-1] if line.endswith("\r") else line
-        return
-    yield response.status_line
-    for name, value in response.header_lines:
-        yield "%s: %s" % (name, value)
+def why(response, error):
+    """Why a retry is made, in a few words."""
+    if response is not None:
+        return "%d %s" % (response.status_code, response.reason)
+    return "no reply (%s)" % error
 
 
-def received_head(response):
-    """A reply's head, status line to blank line, as bytes as received (as curl -i and -D
-    write it), or, when the reply did not keep it, with CRLF after each line."""
-    if response.raw_head:
-        return response.raw_head
-    lines = list(head_lines(response)) + [""]
-    return "".join(line + "\r\n" for line in lines).encode("latin-1")
+def how_long(response):
+    """Where the wait before a retry comes from."""
+    if response is not None and retry_after(response) is not None:
+        return "Retry-After: %s" % response.headers["Retry-After"][0]
+    return "backoff"
+
+
+class HeadKeepingReply(Reply):
+    """A reply that keeps its head's bytes as they came, for a trace (curl -i, -v and -D
+    show a head so, its spacing kept), in raw_head: a few calls more than Reply's."""
+
+    def begin(self):
+        """Read the head as http.client does, keeping the last one's lines (after 1xx)."""
+        file, self.fp = self.fp, HeadLines(self.fp)
+        try:
+            super().begin()
+        finally:
+            self.raw_head, self.fp = b"".join(self.fp.lines), file
+
+
+class HeadLines:
+    """A reply's file as http.client reads a head from it, line by line: the lines of the
+    last head are kept."""
+
+    def __init__(self, file):
+        self.file, self.lines = file, []
+
+    def readline(self, limit=-1):
+        """A line, kept; a status line after a blank one starts a new head (after a 1xx)."""
+        line = self.file.readline(limit)
+        if self.lines and self.lines[-1] in (b"\r\n", b"\n"):
+            self.lines = []
+        self.lines.append(line)
+        return line
+
+    def __getattr__(self, name):
+        """Anything else is the file's own."""
+        return getattr(self.file, name)
+
 
 
 # ---------------------------------------------------------------------------------------
-# The command line: curl's own lines (below), and this client's first form, METHOD URL
+# Appendix L: the Client, the core with every layer, and send() on it
+#
+# Each layer overrides hooks of its own, or adds to a hook (head_for, replied,
+# add_headers) what no other layer touches, so their order changes no answer.
 # ---------------------------------------------------------------------------------------
+
+class Client(Retries, Redirects, ContentCodings, Downloads, Forms, Cookies, Credentials,
+             Proxies, TLS, KeptConnections, Verbose):
+    """A client with every appendix: kept connections, TLS settings, proxies, credentials,
+    cookies, forms, downloads, content codings, redirects, retries and a verbose trace.
+    Its settings are the core's Client's and each layer's (see each):
+
+        client = Client("http://127.0.0.1:8000", headers={"X-Test": "1"}, retries=2)
+        resp, err = client.send(Request("GET", "/users"))
+    """
+
+
+# ---------------------------------------------------------------------------------------
+# Appendix M: the command line, curl's own lines (below), and this client's first form,
+# METHOD URL. It uses the public API alone: Client, Request, Response, the error types,
+# Download (save_to's), tls_context, retry_after and the cookie files' functions.
+# ---------------------------------------------------------------------------------------
+
+import stat
 
 def main(argv=None):
     """Run the command line: curl's form, or this client's first one (METHOD URL ...);
@@ -2210,7 +2629,7 @@ class HeadFirst(Download):
     def write(self, data):
         """Write the answer's head once, then the body."""
         if self.answer is not None:
-            lines = "".join(line + "\n" for line in head_lines(self.answer)) + "\n"
+            lines = "".join(line + "\n" for line in self.answer.head_lines()) + "\n"
             self.answer = None
             self.target.write(lines.encode("latin-1", "replace"))
         super().write(data)
@@ -2274,7 +2693,7 @@ class ProgressLine:
 
 def print_head(response):
     """Print the status line and headers as curl -i does, then a blank line."""
-    for line in head_lines(response):
+    for line in response.head_lines():
         write_out(line + "\n")
     write_out("\n")
 
@@ -2847,7 +3266,7 @@ class CurlTransfer:
             self.url, self.body = with_query(self.url, self.body), None
         if line.get("upload"):  # -T file URL/: the file's name ends the path
             self.url = with_file_name(self.url, line["upload"])
-        self.client = Client(cookies=jar, **curl_settings(line, self.body))
+        self.jar, self.client = jar, Client(cookies=jar, **curl_settings(line, self.body))
         self.trace = curl_trace(line)
         self.output = CurlOutput(line, self.url, self.trace)
         self.retries = curl_count(line, "retry", 0)
@@ -2925,8 +3344,8 @@ class CurlTransfer:
     def finish(self, response, error, elapsed):
         """Write -w's text and the cookie jar; say what failed; the exit status."""
         status, message = self.failure(response, error)
-        if self.line.get("jar") and self.client.settings.cookies is not None:
-            save_cookies(self.client.settings.cookies, self.line["jar"])
+        if self.line.get("jar") and self.jar is not None:
+            save_cookies(self.jar, self.line["jar"])
         if self.line.get("write_out"):
             values = write_out_values(response, self, status, message, elapsed)
             for stream, text in written_out(self.line["write_out"], values, status):
@@ -3512,7 +3931,7 @@ class CurlOutput(Download):
     def again(self):
         """Before a retry: a regular file starts empty again, as curl's does."""
         self.last_head, self.hops = None, -1
-        if self.opened and self.is_path and not self.append and S_ISREG(
+        if self.opened and self.is_path and not self.append and stat.S_ISREG(
                 os.fstat(self.file.fileno()).st_mode):
             self.file.seek(0)
             self.file.truncate()
@@ -3522,7 +3941,7 @@ class CurlOutput(Download):
         the last, for -w after a failure."""
         self.last_head, self.hops = response, self.hops + 1
         if self.dump and not response.from_proxy:
-            self.dump.write(received_head(response))
+            self.dump.write(response.head_bytes())
             self.dump.flush()
         self.check_limits(response)
         if self.name_from_reply and not self.opened:
@@ -3532,7 +3951,7 @@ class CurlOutput(Download):
         if self.resume_from and response.status_code == 416:  # RFC 9110 §15.5.17: there
             self.complete_already = True  # is nothing after the end: curl keeps the file
         if self.heads and not response.from_proxy:
-            self.write_bytes(received_head(response))
+            self.write_bytes(response.head_bytes())
 
     def check_limits(self, response):
         """SchemeRefused for a redirect -L would follow to a scheme --proto or --proto-redir
@@ -3699,17 +4118,18 @@ class CurlTrace:
         does both), so the lookup's time is when it began."""
         self.mark("namelookup")
 
-    def connected(self, sock):
+    def connected(self, connection):
         """A TCP connection is open (to the proxy, through one)."""
         self.mark("connect")
         self.connects += 1
+        sock = connection.sock
         self.remote, self.local = sock.getpeername()[:2], sock.getsockname()[:2]
 
-    def tunnelled(self, status):
+    def tunnelled(self, reply):
         """The proxy answered a CONNECT."""
-        self.tunnel = status
+        self.tunnel = reply.status
 
-    def secured(self):
+    def secured(self, tls):
         """The TLS handshake is done."""
         self.mark("appconnect")
 
@@ -3727,7 +4147,7 @@ class CurlTrace:
         """A reply's head came."""
         self.mark("starttransfer")
         self.replies += 1
-        self.header_size += len(received_head(response))
+        self.header_size += len(response.head_bytes())
 
     def mark(self, step):
         """Note when a step came."""
@@ -3897,10 +4317,9 @@ def write_out_values(response, transfer, status, message, elapsed):
     """The values -w's variables name, for this transfer (after a failure, of the last
     reply whose head came): a str, an int, seconds as a float, or None for what curl leaves
     out (null in %{json}); "headers" are the last reply's."""
-    trace, output = transfer.trace, transfer.output
+    trace, output, hops = transfer.trace, transfer.output, None
     if response is None and output.last_head is not None:
-        response = output.last_head
-        response.redirects = output.hops
+        response, hops = output.last_head, output.hops
     url = transfer.url if response is None else response.url
     values = dict(
         {"time_" + step: trace.times.get(step, 0.0) for step in (
@@ -3922,7 +4341,7 @@ def write_out_values(response, transfer, status, message, elapsed):
         url_effective=url,
         urlnum=transfer.line.get("urlnum", 0), headers=Headers())
     if response is not None:
-        values.update(reply_values(response))
+        values.update(reply_values(response, hops))
     values["response_code"] = values["http_code"]
     values["not_known"] = not_known(values, transfer.line)
     values.update(dict.fromkeys(values["not_known"]))
@@ -3939,14 +4358,15 @@ def not_known(values, line):
     return unknown
 
 
-def reply_values(response):
-    """The values -w's variables take from the last reply."""
+def reply_values(response, hops=None):
+    """The values -w's variables take from the last reply (hops: the redirects before it,
+    when it is not the Response send returned)."""
     location = response.headers.first("Location", "")
     return {"http_code": 0 if response.from_proxy else response.status_code,
             "content_type": response.headers.first("Content-Type", None),
             "redirect_url": urljoin(response.url, location) if location and (
                 response.status_code in REDIRECT_STATUSES) else None,
-            "num_redirects": response.redirects,
+            "num_redirects": response.redirects if hops is None else hops,
             "http_version": HTTP_VERSIONS.get(response.version, "0"),
             "num_headers": len(response.header_lines), "headers": response.headers}
 

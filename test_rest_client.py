@@ -4771,3 +4771,204 @@ def test_a_glob_curl_cannot_read_is_said_in_the_stderr_file(servers, tmp_path, m
     assert (tmp_path / "errors.txt").read_text() == (
         "rest_client: (3) bad range in URL position %d:\n%s\n%*s^\n" % (column, url,
                                                                        column - 1, " "))
+
+
+# -- c7-shape: a core that stands alone, layers that own their settings, a trace told ------
+
+import ast
+import builtins
+import importlib.util
+
+CLIENT_BANNER = "# Appendices: you can stop reading here"
+
+
+def client_core_source():
+    """The lines of rest_client.py before the appendices' banner."""
+    with open(os.path.join(HERE, "rest_client.py"), encoding="utf-8") as file:
+        source = file.read()
+    return source[:source.rindex("\n", 0, source.index(CLIENT_BANNER) - 1) + 1]
+
+
+def unbound_names(source):
+    """The names a module's code reads that it binds nowhere (at the top, or locally) and
+    that are not builtins: the names it would take from code after it."""
+    read, bound = set(), set(dir(builtins))
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Name):
+            (read if isinstance(node.ctx, ast.Load) else bound).add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            bound.add(node.name)
+    return read - bound
+
+
+@pytest.fixture(scope="module")
+def core_client(tmp_path_factory):
+    """The client's core alone, saved as a file of its own and imported."""
+    path = tmp_path_factory.mktemp("core") / "core_client.py"
+    path.write_text(client_core_source(), encoding="utf-8")
+    spec = importlib.util.spec_from_file_location("core_client", str(path))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    yield module
+    module.close()
+
+
+def test_the_client_core_names_nothing_that_only_the_appendices_define():
+    source = client_core_source()
+    assert unbound_names(source) == set()
+    assert len(source.splitlines()) <= 1100  # the core is read in one sitting
+
+
+def test_the_core_alone_sends_a_get_with_headers_and_params(core_client, scripted):
+    resp, err = core_client.send(core_client.Request(
+        core_client.Method.GET, scripted.url + "/echo?a=1", headers={"X-Test": "1"},
+        params={"sort": "-name", "q": "a b"}), timeout=5)
+    assert err is None and resp.status_code == 200
+    assert resp.json() == {"method": "GET", "path": "/echo?a=1&sort=-name&q=a+b", "body": ""}
+    assert resp.headers["content-type"] == ["application/json"]
+    assert last_header(scripted, "X-Test") == "1"
+    assert last_header(scripted, "User-Agent") == "rest_client.py"
+    assert last_header(scripted, "Accept-Encoding") is None  # the core decodes no coding
+
+
+def test_the_core_alone_posts_a_json_body(core_client, scripted):
+    resp, err = core_client.send(core_client.Request(
+        "POST", scripted.url + "/echo", body={"name": "Ada", "email": "ada@example.com"}))
+    assert err is None and (resp.status_code, resp.redirects) == (200, 0)
+    assert resp.json() == {"method": "POST", "path": "/echo",
+                           "body": '{"name": "Ada", "email": "ada@example.com"}'}
+    assert last_header(scripted, "Content-Type") == "application/json"
+    assert last_header(scripted, "Content-Length") == "43"
+
+
+def test_the_core_alone_returns_the_reply_to_a_redirect(core_client, scripted):
+    resp, err = core_client.send(core_client.Request("GET", scripted.url + "/redirect/302"))
+    assert err is None and (resp.status_code, resp.body) == (302, "moved")
+
+
+def test_the_core_alone_returns_the_error_value_for_a_refused_connection(core_client):
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]  # bound but not listening: the connection is refused
+        resp, err = core_client.send(core_client.Request("GET", "http://127.0.0.1:%d/" % port))
+    assert resp is None and isinstance(err, core_client.CouldNotConnect)
+    assert str(err) == "could not connect to 127.0.0.1 port %d: Connection refused" % port
+
+
+def test_the_core_alone_keeps_no_connection(core_client, counting):
+    server = counting(lambda number, request: answer())
+    client = core_client.Client(server.url)
+    for _ in range(2):
+        assert client.send(core_client.Request("GET", "/"))[0].body == "ok"
+    assert server.connections == 2
+
+
+LAYERS = ["Retries", "Redirects", "ContentCodings", "Downloads", "Forms", "Cookies",
+          "Credentials", "Proxies", "TLS", "KeptConnections", "Verbose"]
+
+
+def test_the_client_is_the_core_with_every_layer_listed_once():
+    bases = [base.__name__ for base in rest_client.Client.__bases__]
+    assert bases == LAYERS
+    for base in rest_client.Client.__bases__:
+        assert base.__bases__ == (rest_client.CoreClient,)
+
+
+def test_each_layer_documents_the_settings_it_owns():
+    import inspect
+    for name in LAYERS:
+        layer = getattr(rest_client, name)
+        own = [parameter.name for parameter in inspect.signature(
+            layer.__init__).parameters.values() if parameter.kind == parameter.KEYWORD_ONLY]
+        for setting in own:
+            assert re.search(r"^    (\w+, )*%s\b" % setting, layer.__doc__, re.M), (name, setting)
+        assert set(own) <= set(vars(rest_client.Client().settings))
+
+
+def test_the_layers_in_another_order_give_the_same_answers(scripted, tmp_path):
+    reversed_client = type("Reversed", tuple(reversed(rest_client.Client.__bases__)), {})
+    jar = http.cookiejar.CookieJar()
+
+    def exchange(client):
+        """A redirect that sets a cookie, a gzip reply saved to a file, and a retry."""
+        first = client.send(Request("GET", "/set_cookie?cookie=s%3D1&to=/echo"))
+        key = "order-%d" % len(scripted.attempts)
+        retried = client.send(Request("GET", "/flaky/%s?after=0&fails=1" % key), retries=1)
+        saved = client.send(Request("POST", "/echo", body=MultipartForm({"a": "1"})),
+                            save_to=str(tmp_path / "saved.json"))
+        return [(resp.status_code, resp.redirects, resp.body, resp.saved_size)
+                for resp, _ in (first, retried, saved)], last_header(scripted, "Cookie")
+
+    answers = [exchange(kind(scripted.url, cookies=jar))
+               for kind in (rest_client.Client, reversed_client)]
+    assert answers[0] == answers[1]
+    assert answers[0][1] == "s=1"
+
+
+class Watcher:
+    """A trace that watches: each event, and each line curl -v would show."""
+
+    detailed = True
+
+    def __init__(self):
+        self.seen = []
+
+    def __call__(self, line):
+        self.seen.append(line)
+
+    def __getattr__(self, event):
+        if event.startswith("__"):
+            raise AttributeError(event)
+        return lambda *details: self.seen.append((event,) + tuple(
+            type(detail).__name__ for detail in details))
+
+
+def test_the_trace_is_told_each_event_and_given_each_line(scripted):
+    watcher = Watcher()
+    with rest_client.Client(scripted.url) as client:
+        resp, err = client.send(Request("GET", "/redirect/302?to=/echo"), trace=watcher)
+    assert err is None and resp.redirects == 1
+    port = scripted.url.rsplit(":", 1)[1]
+    assert [step if isinstance(step, tuple) or ": " not in step else step.split(":")[0]
+            for step in watcher.seen] == [
+        ("connecting",), ("connected", "Connection"),
+        "* Connected to 127.0.0.1 (127.0.0.1) port " + port,
+        ("sending", "bytes"), "> GET /redirect/302?to=/echo HTTP/1.1", "> Host", "> User-Agent",
+        "> Accept-Encoding", ">",
+        ("replied", "Response"), "< HTTP/1.1 302 Found", "< Server", "< Date", "< Location",
+        "< Content-Length", "<",
+        ("redirecting", "Response", "str"), "* following the 302 to " + scripted.url + "/echo",
+        ("sending", "bytes"), "> GET /echo HTTP/1.1", "> Host", "> User-Agent",
+        "> Accept-Encoding", ">",
+        ("replied", "Response"), "< HTTP/1.1 200 OK", "< Server", "< Date", "< Content-Type",
+        "< Content-Length", "<"]
+
+
+def test_the_trace_is_a_setting_given_once_not_a_parameter_of_the_path():
+    import inspect
+    for name, function in inspect.getmembers(rest_client, inspect.isfunction):
+        assert "trace" not in inspect.signature(function).parameters, name
+    for name, method in inspect.getmembers(rest_client.Client, inspect.isfunction):
+        assert "trace" not in inspect.signature(method).parameters, name
+    assert rest_client.Client(trace=print).settings.trace is print
+
+
+def test_a_response_is_made_whole_and_the_cli_changes_none():
+    source = open(os.path.join(HERE, "rest_client.py"), encoding="utf-8").read()
+    assert not re.search(r"\b(response|head|result|last_head)\.\w+ = ", source)
+
+
+def test_the_command_line_uses_only_the_public_api_of_the_layers():
+    source = open(os.path.join(HERE, "rest_client.py"), encoding="utf-8").read()
+    banner = source.index(CLIENT_BANNER)
+    cli = source.index("# Appendix M: the command line")
+    layers_define = set(unbound_names(source[cli:])) & set(
+        name for name in vars(rest_client) if "\ndef %s(" % name in source[banner:cli]
+        or "\nclass %s(" % name in source[banner:cli] or "\nclass %s:" % name in source[banner:cli])
+    assert layers_define <= set(rest_client.__all__), layers_define - set(rest_client.__all__)
