@@ -15,45 +15,50 @@ One call sends one request and never raises for network trouble: it returns
 
 Up to the banner "Appendices: you can stop reading here" this file is the whole client in
 plain Python, and runs on its own: it sends one request on one connection, http or https,
-with headers, query parameters and a body (bytes, text, or JSON from a dict or list), and
-returns the reply, or the error that says what failed. A request travels through it so:
+with headers, query parameters and a body (bytes, text, a file, or JSON from a dict or
+list), and returns the reply, or the error that says what failed. A request travels
+through it so, each step a method of Client:
 
- 1. send() hands the request to the default Client; Client.send takes this request's
-    changes to the client's settings (settings_for), makes its attempts (one, in the core),
-    and returns their outcome.
- 2. send_once prepares it (prepare: the URL, the headers and the body checked and built into
-    an Outgoing), then exchanges it, and asks next_request whether a redirect follows (none,
-    in the core).
- 3. exchange finds where it goes (route), opens a Connection (connect: TCP, then TLS for
-    https), writes the request with http.client (send_request), reads the reply's head
-    (response_head) and its body (read_body, bounded by max_body), and lets the connection
-    go (release).
+ 1. send() hands the request to the default Client. Client.send applies this request's
+    changes to the client's settings (settings_for), makes its attempts (attempts: one, in
+    the core) and returns their outcome (outcome).
+ 2. attempt prepares the request (prepare: the method, URL and headers checked, the body
+    built by body_for, add_headers's headers added) into an Outgoing, exchanges it, and
+    asks next_request whether a redirect follows (none, in the core).
+ 3. exchange finds where it goes (route) and the target and headers of this hop
+    (head_for), and sends it (send_on_connection): on a new Connection, opened by connect
+    (TCP, open_tunnel, then start_tls for https), send_request writes it with http.client
+    and reads the reply's head. replied sees the head (response_head made it a Response);
+    read_body reads the body as it arrives (body_pieces), decoded (decoded), bounded by
+    max_body (body_limit) and kept (keep_body); release lets the connection go.
  4. What goes wrong on the way raises an OSError (or a ValueError for what cannot be sent);
-    send_once returns it as the error value, typed by what failed (explained): NameNotResolved,
-    CouldNotConnect, Timeout, TLSError, ReplyCutShort, ReplyTooLarge, ...
+    attempt returns it as the error value, typed by what failed (explained): NameNotResolved,
+    CouldNotConnect, Timeout, TLSError, ReplyCutShort, ReplyTooLarge, ... On the way the
+    client tells its trace what happens (tell).
 
 A Client holds settings given once; send() is the same call on a default client. Each
-appendix is a layer: a subclass of the core's Client that overrides hooks the core leaves
-(the methods named above), and owns the settings it adds, in the order httpx's layers run,
-from the connection out:
- A. KeptConnections: one TCP connection for many requests (start, release, close).
+appendix is a layer: a subclass of the core's Client that owns the settings it adds and
+overrides the hooks named here, in the order of httpx's layers, from the connection out:
+ A. KeptConnections: one TCP connection for many requests (send_on_connection, release,
+    close).
  B. TLS: the caller's CAs, client certificates, and hints on failure (context=; route,
     tls_failure); tls_context() makes a context.
- C. Proxies, chosen as curl chooses them (proxy=, noproxy=; route, open_tunnel, head_for).
+ C. Proxies, chosen as curl chooses them (proxy=, noproxy=; route, head_for, open_tunnel,
+    send_request, read_body).
  D. Credentials: Basic authentication from auth=, the URL or .netrc (netrc=; add_headers).
  E. Cookies: an http.cookiejar jar, filled by replies and sent from (cookies=; head_for,
     replied).
  F. Forms: multipart/form-data with files read as they are sent, and URL-encoded forms
     (body_for).
  G. Downloads: a body written to a file as it arrives (save_to=, progress=, save_errors=;
-    arriving, kept, outcome).
+    settings_for, replied, body_limit, body_pieces, keep_body, outcome).
  H. Content codings: gzip and deflate replies, decoded in bounded steps (compressed=;
     add_headers, decoded).
  I. Redirects, followed by curl -L's rules when asked (follow_redirects=, max_redirects=,
     keep_method=, auto_referer=; next_request).
  J. Retries of idempotent requests, with backoff and Retry-After (retries=; attempts).
- K. Verbose: what the client tells its trace, shown in curl -v's lines (tell).
- L. The Client all of them make, in one list, and send() on it.
+ K. Verbose: what the client tells its trace, shown in curl -v's lines (tell, reply_class).
+ L. Client: the core with every layer, in one list; send() uses it.
  M. The command line, on the public Client alone: curl's own command lines (python
     rest_client.py -fsSL URL -o file), with curl's meaning and exit statuses, and this
     client's first form, METHOD URL, where API_KEY in the environment becomes a Bearer
@@ -81,6 +86,7 @@ from urllib.parse import quote, urlencode, urljoin, urlsplit, urlunsplit
 __all__ = ["Method", "Request", "Response", "Headers", "Client", "SAFE", "ALL", "MultipartForm",
            "UrlEncodedForm", "Upload", "Download", "send", "tls_context", "close", "main",
            "retry_after", "read_cookie_file", "cookie_file_text", "netrc_credentials",
+           "REDIRECT_STATUSES",
            "TransferError", "NameNotResolved", "CouldNotConnect", "Timeout", "TLSError",
            "UntrustedCertificate", "ProxyError", "ProxyNotResolved", "TooManyRedirects",
            "EmptyReply", "ReceiveError", "ReplyCutShort", "UndecodableReply", "ReplyTooLarge",
@@ -117,7 +123,6 @@ base URL), and optional headers (a dict, or (name, value) pairs when a name repe
 parameters (the same, added to the URL) and body (bytes, str sent as UTF-8, a dict or list
 sent as JSON, a MultipartForm or an UrlEncodedForm, a binary file object or an iterable of
 bytes sent as it is read, or None)."""
-
 
 
 class Response(namedtuple("Response", "status_code body headers")):
@@ -219,7 +224,6 @@ class Headers(dict):
     def first(self, name, default=""):
         """The first value of a header, in any case, or default."""
         return (self.get(name) or [default])[0]
-
 
 
 # ---------------------------------------------------------------------------------------
@@ -339,7 +343,6 @@ def typed(error, outgoing, head_arrived):
     return error
 
 
-
 # ---------------------------------------------------------------------------------------
 # The client: settings held once, and one straight path from a request to its reply
 # ---------------------------------------------------------------------------------------
@@ -424,14 +427,14 @@ class Client:
 
     def attempts(self, request, settings):
         """Send the request as often as it takes: once, in the core (Retries sends again)."""
-        return self.send_once(request, settings)
+        return self.attempt(request, settings)
 
     def outcome(self, response, error, settings):
         """What send returns: the result as it is, in the core (a download's says where its
         body went)."""
         return response, error
 
-    def send_once(self, request, settings):
+    def attempt(self, request, settings):
         """Send the request once, and a redirect's request if next_request says so:
         (Response, None), or (None, error) when no reply came."""
         deadline = time.monotonic() + settings.timeout
@@ -455,11 +458,11 @@ class Client:
 
     def tell(self, settings, event, *details):
         """Tell the trace what happened, if it watches for it (a method of the event's
-        name): "connecting", "connected" (the Connection), "tunnelled" (the proxy's reply),
-        "secured" (the TLS socket), "sending" (a request's head, as bytes), "replied" (a
-        reply's head, as a Response), "redirecting" (the 3xx and the URL it names),
-        "retrying" (the reply or error, and the wait). The command line's -w reports
-        times, addresses and sizes from them."""
+        name): "connecting", "connected" (the Connection), "tunnelling" (the CONNECT's
+        head lines), "tunnelled" (the proxy's reply), "secured" (the TLS socket), "sending"
+        (a request's head, as bytes), "replied" (a reply's head, as a Response),
+        "redirecting" (the 3xx and the URL it names), "retrying" (the reply or error, and
+        the wait). The command line's -w reports times, addresses and sizes from them."""
         watcher = getattr(settings.trace, event, None)
         if watcher is not None:
             watcher(*details)
@@ -500,8 +503,8 @@ class Client:
         """Send one request and read its reply; hops is how many redirects led to it."""
         route = self.route(outgoing.url, settings)
         target, headers = self.head_for(outgoing, route, settings)
-        connection, reply = self.start(route, outgoing.method, target, headers, outgoing.body,
-                                       settings, deadline)
+        connection, reply = self.send_on_connection(route, outgoing.method, target, headers,
+                                                    outgoing.body, settings, deadline)
         try:
             head = response_head(reply, outgoing.url)
             self.replied(outgoing, reply, head, settings)
@@ -526,7 +529,7 @@ class Client:
         §3.2.1), and the Outgoing's headers (Cookies adds the jar's, Proxies a proxy's)."""
         return request_target(outgoing.url), dict(outgoing.headers)
 
-    def start(self, route, method, target, headers, body, settings, deadline):
+    def send_on_connection(self, route, method, target, headers, body, settings, deadline):
         """(a connection along the route, the reply to the request sent on it, its head
         read): a new connection, in the core (KeptConnections reuses one)."""
         connection = Connection(route, settings.connect_timeout, settings.resolve)
@@ -603,20 +606,20 @@ class Client:
     def read_body(self, reply, outgoing, settings):
         """The reply's body, decoded as the request asked; ReplyTooLarge past the limit."""
         limit = self.body_limit(reply, settings)
-        raw = self.arriving(reply, settings)
+        raw = self.body_pieces(reply, settings)
         pieces = self.decoded(raw, reply, outgoing)
         if limit is not None and (pieces is not raw or reply.length is None):
             pieces = within(pieces, limit, outgoing.url)  # the size is known as it comes
         elif limit is not None and reply.length > limit:
             raise too_large(outgoing.url, limit)  # known before a byte of it is read
-        return self.kept(pieces, reply, settings)
+        return self.keep_body(pieces, reply, settings)
 
     def body_limit(self, reply, settings):
         """The most bytes the body may have: max_body, or 64 MiB (Downloads: no limit for a
         body written to a file)."""
         return MAX_BODY if settings.max_body is None else settings.max_body
 
-    def arriving(self, reply, settings):
+    def body_pieces(self, reply, settings):
         """The body's pieces as they arrive (Downloads tells progress of them)."""
         return raw_pieces(reply)
 
@@ -624,7 +627,7 @@ class Client:
         """The pieces with the reply's content codings undone: as they came, in the core."""
         return pieces
 
-    def kept(self, pieces, reply, settings):
+    def keep_body(self, pieces, reply, settings):
         """The body, whole (Downloads writes it to a file instead)."""
         return b"".join(pieces)
 
@@ -785,7 +788,6 @@ def default_content_type(body):
     return "text/plain; charset=utf-8" if isinstance(body, str) else "application/octet-stream"
 
 
-
 def body_bytes(body, headers):
     """The body as bytes (or a file or an iterable, sent as read), with a Content-Type
     added to headers if it has none: a dict or list goes as JSON; TypeError for any other
@@ -844,7 +846,6 @@ def file_size(body):
 def S_ISREG(mode):
     """Whether a file's mode is a regular file's (stat.S_ISREG, without importing stat)."""
     return mode & 0o170000 == 0o100000
-
 
 
 # -- the connection ------------------------------------------------------------------------
@@ -930,7 +931,6 @@ class TimedReader(io.RawIOBase):
         """Let the socket go: it closes once its connection lets it go too."""
         self.raw.close()
         super().close()
-
 
 
 class Connection(http.client.HTTPConnection):
@@ -1037,7 +1037,6 @@ def set_one_length(reply, values, url):
         reply.length = int(lengths[0])
 
 
-
 def raw_pieces(reply, progress=None):
     """The reply's body as it arrives, as it came (progress, if given, is told how much so
     far); ReplyCutShort when it ends before its end."""
@@ -1087,7 +1086,6 @@ def read_piece(reply, size=CHUNK_SIZE):
         raise ReplyCutShort("the reply ended before its last chunk") from None
 
 
-
 # =======================================================================================
 # Appendices: you can stop reading here
 #
@@ -1124,7 +1122,7 @@ class KeptConnections(CoreClient):
         super().__init__(*arguments, **settings)
         self.pool = ConnectionPool()
 
-    def start(self, route, method, target, headers, body, settings, deadline):
+    def send_on_connection(self, route, method, target, headers, body, settings, deadline):
         """Send a request on a kept connection, or a new one. A kept connection found dead
         under an idempotent request is replaced once; a POST may have reached the server,
         and is never sent twice."""
@@ -1137,7 +1135,8 @@ class KeptConnections(CoreClient):
                 if method not in IDEMPOTENT_METHODS:
                     raise
                 body = rewound(body)
-        return super().start(route, method, target, headers, body, settings, deadline)
+        return super().send_on_connection(route, method, target, headers, body, settings,
+                                          deadline)
 
     def release(self, route, connection, reply):
         """Keep the connection for the next request to the same place."""
@@ -1189,7 +1188,6 @@ class ConnectionPool:
             self.idle.clear()
 
 
-
 POOLS = None  # every live client's pool, closed at exit (made with the first)
 
 
@@ -1212,7 +1210,6 @@ def still_open(connection):
         return not select.select([connection.sock], [], [], 0)[0]  # EOF reads as readable
     except (ValueError, TypeError, OSError):  # no socket, or one select cannot watch
         return False
-
 
 
 # ---------------------------------------------------------------------------------------
@@ -1242,10 +1239,10 @@ class TLS(CoreClient):
         return route._replace(context=settings.context or default_tls_context())
 
     def tls_failure(self, error, route):
-        """The error for a failed handshake, naming what would help (tls_failure)."""
+        """The error for a failed handshake, naming what would help (handshake_failure)."""
         if sys.implementation.name == "pypy":
             forget_openssl_errors()
-        return tls_failure(error, route)
+        return handshake_failure(error, route)
 
 
 @functools.lru_cache(maxsize=32)
@@ -1285,7 +1282,7 @@ def default_tls_context():
     return tls_context()
 
 
-def tls_failure(error, route):
+def handshake_failure(error, route):
     """The error for a failed handshake: UntrustedCertificate naming --cacert only for an
     issuer not trusted, never for a name that does not match or a certificate expired."""
     import ssl
@@ -1310,7 +1307,6 @@ def forget_openssl_errors():
     error. Making an SSL object empties it."""
     import ssl
     ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT).wrap_bio(ssl.MemoryBIO(), ssl.MemoryBIO())
-
 
 
 # ---------------------------------------------------------------------------------------
@@ -1481,7 +1477,6 @@ def basic_credentials(user, password):
     return "Basic " + base64.b64encode(pair).decode("ascii")
 
 
-
 # ---------------------------------------------------------------------------------------
 # Appendix D: credentials, Basic authentication from auth=, the URL, or .netrc (RFC 7617)
 # ---------------------------------------------------------------------------------------
@@ -1535,7 +1530,6 @@ def netrc_credentials(host, path=True):
     except netrc.NetrcParseError as error:
         raise ValueError("cannot read %s: %s" % (path, error)) from None
     return (found[0], found[2]) if found else None
-
 
 
 # ---------------------------------------------------------------------------------------
@@ -1650,7 +1644,6 @@ def cookie_file_text(jar):
     return "\n".join(lines) + "\n"
 
 
-
 # ---------------------------------------------------------------------------------------
 # Appendix F: forms, multipart/form-data (RFC 7578) with files read as they are sent, and
 # URL-encoded
@@ -1681,7 +1674,6 @@ Upload.__new__.__defaults__ = (None, None)
 Upload.__doc__ = """A file in a MultipartForm: its path (or its bytes themselves), and the
 content type (guessed from its name when None, none when "") and file name (the path's last
 part when None; none for bytes without one) that the part names."""
-
 
 
 def form_body(form, headers):
@@ -1763,7 +1755,6 @@ def part_size(value):
     return len(value.encode("utf-8") if isinstance(value, str) else value)
 
 
-
 # ---------------------------------------------------------------------------------------
 # Appendix G: downloads, a body written to a file as it arrives, never whole in memory
 # ---------------------------------------------------------------------------------------
@@ -1804,16 +1795,16 @@ class Downloads(CoreClient):
             return settings.max_body
         return super().body_limit(reply, settings)
 
-    def arriving(self, reply, settings):
+    def body_pieces(self, reply, settings):
         """The pieces as they arrive, progress told of them."""
         if settings.save_to is None:
-            return super().arriving(reply, settings)
+            return super().body_pieces(reply, settings)
         return raw_pieces(reply, settings.save_to.progress)
 
-    def kept(self, pieces, reply, settings):
+    def keep_body(self, pieces, reply, settings):
         """A 2xx body written to the file as it arrives (b"" is kept), any other whole."""
         if not streamed(reply, settings):
-            return super().kept(pieces, reply, settings)
+            return super().keep_body(pieces, reply, settings)
         stream(pieces, settings.save_to)
         return b""
 
@@ -1908,7 +1899,6 @@ def stream(pieces, download):
     for piece in pieces:
         download.write(piece)
     download.complete = True
-
 
 
 def saved(response, error, download):
@@ -2042,7 +2032,6 @@ class Inflater:
         return rest
 
 
-
 # ---------------------------------------------------------------------------------------
 # Appendix I: redirects, followed as curl -L follows them when asked
 # ---------------------------------------------------------------------------------------
@@ -2134,7 +2123,6 @@ def credentials_may_follow(url, new_url):
     return ports[0] == ports[1] or ports == (80, 443)
 
 
-
 # ---------------------------------------------------------------------------------------
 # Appendix J: retries of idempotent requests, after a backoff or as Retry-After asks
 # ---------------------------------------------------------------------------------------
@@ -2215,7 +2203,6 @@ def retry_after(response):
     if when.tzinfo is None:  # "-0000": a time in UTC
         when = when.replace(tzinfo=timezone.utc)
     return max(0.0, (when - datetime.now(timezone.utc)).total_seconds())
-
 
 
 # ---------------------------------------------------------------------------------------
@@ -2339,7 +2326,6 @@ class HeadLines:
     def __getattr__(self, name):
         """Anything else is the file's own."""
         return getattr(self.file, name)
-
 
 
 # ---------------------------------------------------------------------------------------
@@ -2794,7 +2780,6 @@ def save_cookies(jar, path):
             file.write(cookie_file_text(jar))
     except OSError as error:
         print("rest_client: cannot write the cookies to %s: %s" % (path, error), file=sys.stderr)
-
 
 
 # -- curl's form: curl's own lines, with curl's meaning and exit statuses -------------------
@@ -4377,8 +4362,6 @@ def write_bytes(data, stream="stdout"):
     stream.flush()
     stream.buffer.write(data)
     stream.buffer.flush()
-
-
 
 
 if __name__ == "__main__":
