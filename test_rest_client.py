@@ -4971,3 +4971,23 @@ def test_the_command_line_uses_only_the_public_api_of_the_layers():
     layers_bind = set(re.findall(r"^(?:def |class )?([A-Za-z_]\w*)", source[banner:cli], re.M))
     used = unbound_names(source[cli:]) & layers_bind
     assert used - set(rest_client.__all__) == set()
+
+
+def test_the_client_takes_every_keyword_it_took_as_one_class(scripted):
+    jar = http.cookiejar.CookieJar()
+    client = rest_client.Client(
+        base_url=scripted.url, headers={"X-Test": "1"}, auth=("ada", "pw"), netrc=False,
+        context=None, proxy="", noproxy="", cookies=jar, timeout=5, connect_timeout=5,
+        retries=1, follow_redirects=rest_client.ALL, max_redirects=3, keep_method=None,
+        compressed=False, user_agent="agent/1", repeat_headers=True, method_as_given=True,
+        resolve=None, auto_referer=True, max_body=1024)
+    with client:
+        resp, err = client.send(Request("GET", "/set_cookie?cookie=s%3D1&to=/echo"),
+                                timeout=4, retries=0, max_redirects=2)
+    assert err is None and (resp.status_code, resp.redirects) == (200, 1)
+    assert (last_header(scripted, "Cookie"), last_header(scripted, "User-Agent")) == (
+        "s=1", "agent/1")
+    assert last_header(scripted, "Authorization") == "Basic " + base64.b64encode(
+        b"ada:pw").decode()
+    assert last_header(scripted, "Referer") == scripted.url + "/set_cookie?cookie=s%3D1&to=/echo"
+    assert last_header(scripted, "Accept-Encoding") is None
