@@ -44,7 +44,7 @@ overrides the hooks named here, in the order of httpx's layers, from the connect
  B. TLS: the caller's CAs, client certificates, and hints on failure (context=; route,
     tls_failure); tls_context() makes a context.
  C. Proxies, chosen as curl chooses them (proxy=, noproxy=; route, head_for, open_tunnel,
-    send_request, read_body).
+    read_body).
  D. Credentials: Basic authentication from auth=, the URL or .netrc (netrc=; add_headers).
  E. Cookies: an http.cookiejar jar, filled by replies and sent from (cookies=; head_for,
     replied).
@@ -522,7 +522,7 @@ class Client:
         """Where a request to the URL goes: its scheme, host and port (TLS and Proxies add
         theirs)."""
         parts = urlsplit(url)
-        return Route(parts.scheme, parts.hostname, parts.port or DEFAULT_PORTS[parts.scheme])
+        return origin(parts.scheme, parts.netloc)
 
     def head_for(self, outgoing, route, settings):
         """The request target and headers for this hop: the path and query (RFC 9112
@@ -545,7 +545,9 @@ class Client:
         if connection.sock is None:
             remaining = time_left(deadline)
             connection.timeout = min(remaining, connection.connect_timeout or remaining)
-            self.connect(connection, settings)
+            early_reply = self.connect(connection, settings)
+            if early_reply is not None:
+                return early_reply
         keep_within(connection.sock, deadline)
         connection.putrequest(method, target, skip_host=True, skip_accept_encoding=True)
         for name, value in headers.items():
@@ -564,18 +566,24 @@ class Client:
 
     def connect(self, connection, settings):
         """Open the connection: TCP, then the proxy's tunnel (none, in the core), then TLS
-        for https."""
+        for https. None, or the reply that ends the exchange before the request goes (a
+        proxy's refusal to open its tunnel)."""
         self.tell(settings, "connecting")
         connection.sock = connection.open_socket()
         connection.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.tell(settings, "connected", connection)
-        self.open_tunnel(connection, settings)
+        refusal = self.open_tunnel(connection, settings)
+        if refusal is not None:
+            return refusal
         if connection.route.scheme == "https":
             connection.sock = self.start_tls(connection)
             self.tell(settings, "secured", connection.sock)
+        return None
 
     def open_tunnel(self, connection, settings):
-        """Open a proxy's tunnel to the origin: none, in the core (Proxies opens one)."""
+        """Open a proxy's tunnel to the origin: none, in the core (Proxies opens one); the
+        proxy's reply when it refuses."""
+        return None
 
     def start_tls(self, connection):
         """The connection's socket in TLS, the server's certificate verified, by the route's
@@ -601,7 +609,8 @@ class Client:
     def replied(self, outgoing, reply, head, settings):
         """See a reply's head, before its body: the trace is told (Cookies keeps the
         cookies it sets, Downloads shows it to the download)."""
-        self.tell(settings, "replied", head)
+        if settings.trace is not None:
+            self.tell(settings, "replied", head)
 
     def read_body(self, reply, outgoing, settings):
         """The reply's body, decoded as the request asked; ReplyTooLarge past the limit."""
@@ -978,6 +987,14 @@ class Connection(http.client.HTTPConnection):
         super().send(data)
 
 
+@functools.lru_cache(maxsize=256)
+def origin(scheme, authority):
+    """The Route to a scheme and authority ("host:port"), kept for the next request to the
+    same place: a client sends to the same few, and reading a port takes some calls."""
+    parts = urlsplit(scheme + "://" + authority)
+    return Route(scheme, parts.hostname, parts.port or DEFAULT_PORTS[scheme])
+
+
 @functools.lru_cache(maxsize=1)
 def system_tls_context():
     """The TLS context that trusts the system's CAs (and SSL_CERT_FILE's, SSL_CERT_DIR's)."""
@@ -1315,7 +1332,7 @@ def forget_openssl_errors():
 
 from urllib.parse import unquote
 
-MAX_ROUTES = 256  # places a client remembers the proxy for
+MAX_ROUTES = 256  # places a client remembers the way to
 
 
 class Proxies(CoreClient):
@@ -1330,27 +1347,22 @@ class Proxies(CoreClient):
     def __init__(self, *arguments, proxy=None, noproxy=None, **settings):
         super().__init__(*arguments, **settings)
         self.settings.proxy, self.settings.noproxy = proxy, noproxy
-        self.environment, self.proxies = environment_proxies(), {}
+        self.environment, self.routes = environment_proxies(), {}
 
     def route(self, url, settings):
-        """The route, through the proxy for the URL's host, if there is one."""
+        """The route, through the proxy for its host if there is one; kept for the next
+        request to the same place."""
         route = super().route(url, settings)
-        proxy = self.proxy_parts(url, route.scheme, settings)
-        return route if proxy[0] is None else route._replace(
-            proxy=proxy[0], proxy_authorization=proxy[1], tunnel=proxy[2])
-
-    def proxy_parts(self, url, scheme, settings):
-        """The proxy's parts for the URL (see proxy_parts), kept for the next request to
-        the same place."""
-        parts = urlsplit(url)
-        key = (scheme, parts.netloc, settings.proxy, settings.noproxy)
-        found = self.proxies.get(key)
-        if found is None:
-            if len(self.proxies) >= MAX_ROUTES:
-                self.proxies.clear()
-            found = self.proxies[key] = proxy_parts(
-                choose_proxy(parts, settings, self.environment), scheme)
-        return found
+        key = (route, settings.proxy, settings.noproxy)
+        proxied = self.routes.get(key)
+        if proxied is None:
+            if len(self.routes) >= MAX_ROUTES:
+                self.routes.clear()
+            proxy = choose_proxy(route.scheme, route.host, settings, self.environment)
+            proxied = self.routes[key] = route._replace(
+                **dict(zip(("proxy", "proxy_authorization", "tunnel"),
+                           proxy_parts(proxy, route.scheme))))
+        return proxied
 
     def head_for(self, outgoing, route, settings):
         """To a proxy (not through its tunnel), the whole URL (RFC 9112 §3.2.2: the
@@ -1364,9 +1376,9 @@ class Proxies(CoreClient):
 
     def open_tunnel(self, connection, settings):
         """Ask the proxy for a tunnel to the origin (CONNECT, RFC 9110 §9.3.6), its
-        credentials on the CONNECT alone; ProxyRefused with its reply when it says no."""
+        credentials on the CONNECT alone; its reply, marked from_proxy, when it says no."""
         if not connection.route.tunnel:
-            return
+            return None
         route = connection.route
         authority = "%s:%d" % (route.host, route.port)
         head = ["CONNECT %s HTTP/1.1" % authority, "Host: " + authority]
@@ -1377,31 +1389,17 @@ class Proxies(CoreClient):
         reply = Reply(connection.sock, connection.deadline, method="CONNECT")
         reply.begin()
         self.tell(settings, "tunnelled", reply)
-        if reply.status != 200:
-            connection.close()
-            raise ProxyRefused(reply)
-
-    def send_request(self, connection, *request):
-        """Send the request; a proxy's refusal of its tunnel is its reply."""
-        try:
-            return super().send_request(connection, *request)
-        except ProxyRefused as refusal:
-            return refusal.reply
+        if reply.status == 200:
+            return None
+        connection.close()
+        reply.from_proxy, reply.body, reply.will_close = True, reply.read(), True
+        return reply
 
     def read_body(self, reply, outgoing, settings):
         """The body: a proxy's refusal's was read with it."""
         if reply.from_proxy:
             return reply.body
         return super().read_body(reply, outgoing, settings)
-
-
-class ProxyRefused(Exception):
-    """A proxy's answer to a CONNECT other than 200 (a 407, say), kept as the reply."""
-
-    def __init__(self, reply):
-        super().__init__(reply.status)
-        self.reply = reply
-        reply.from_proxy, reply.body, reply.will_close = True, reply.read(), True
 
 
 def environment_proxies():
@@ -1418,16 +1416,16 @@ def environment_proxies():
     return found
 
 
-def choose_proxy(parts, settings, environment):
-    """The URL of the proxy for a request's URL, or None: proxy=, else the environment's,
+def choose_proxy(scheme, host, settings, environment):
+    """The URL of the proxy for a scheme and host, or None: proxy=, else the environment's,
     unless noproxy= (or no_proxy) names the host."""
     proxy = settings.proxy
     if proxy is None:
-        proxy = environment.get(parts.scheme.lower() + "_proxy", environment.get("all_proxy"))
+        proxy = environment.get(scheme + "_proxy", environment.get("all_proxy"))
     if not proxy:
         return None
     no_proxy = environment.get("no_proxy", "") if settings.noproxy is None else settings.noproxy
-    return None if bypassed(parts.hostname, no_proxy) else proxy
+    return None if bypassed(host, no_proxy) else proxy
 
 
 def proxy_parts(proxy, scheme):
@@ -1791,7 +1789,7 @@ class Downloads(CoreClient):
 
     def body_limit(self, reply, settings):
         """No limit but max_body's for a body that goes to the file."""
-        if streamed(reply, settings):
+        if settings.save_to is not None and streamed(reply, settings):
             return settings.max_body
         return super().body_limit(reply, settings)
 
@@ -1803,7 +1801,7 @@ class Downloads(CoreClient):
 
     def keep_body(self, pieces, reply, settings):
         """A 2xx body written to the file as it arrives (b"" is kept), any other whole."""
-        if not streamed(reply, settings):
+        if settings.save_to is None or not streamed(reply, settings):
             return super().keep_body(pieces, reply, settings)
         stream(pieces, settings.save_to)
         return b""
@@ -2064,6 +2062,8 @@ class Redirects(CoreClient):
 
     def next_request(self, outgoing, response, settings, hops):
         """The request that follows a redirect, or None when the reply is the answer."""
+        if response.status_code not in REDIRECT_STATUSES:
+            return None
         return next_request(outgoing, response, settings, hops)
 
 
