@@ -43,8 +43,7 @@ overrides the hooks named here, in the order of httpx's layers, from the connect
     close).
  B. TLS: the caller's CAs, client certificates, and hints on failure (context=; route,
     tls_failure); tls_context() makes a context.
- C. Proxies, chosen as curl chooses them (proxy=, noproxy=; route, head_for, open_tunnel,
-    read_body).
+ C. Proxies, chosen as curl chooses them (proxy=, noproxy=; route, open_tunnel).
  D. Credentials: Basic authentication from auth=, the URL or .netrc (netrc=; add_headers).
  E. Cookies: an http.cookiejar jar, filled by replies and sent from (cookies=; head_for,
     replied).
@@ -526,8 +525,15 @@ class Client:
 
     def head_for(self, outgoing, route, settings):
         """The request target and headers for this hop: the path and query (RFC 9112
-        §3.2.1), and the Outgoing's headers (Cookies adds the jar's, Proxies a proxy's)."""
-        return request_target(outgoing.url), dict(outgoing.headers)
+        §3.2.1), and the Outgoing's headers (Cookies adds the jar's); to a proxy that is
+        not a tunnel, the whole URL (RFC 9112 §3.2.2: the absolute form) and the proxy's
+        credentials."""
+        headers = dict(outgoing.headers)
+        if not route.proxy or route.tunnel:
+            return request_target(outgoing.url), headers
+        if route.proxy_authorization:
+            headers["Proxy-Authorization"] = route.proxy_authorization
+        return outgoing.url, headers
 
     def send_on_connection(self, route, method, target, headers, body, settings, deadline):
         """(a connection along the route, the reply to the request sent on it, its head
@@ -613,7 +619,10 @@ class Client:
             self.tell(settings, "replied", head)
 
     def read_body(self, reply, outgoing, settings):
-        """The reply's body, decoded as the request asked; ReplyTooLarge past the limit."""
+        """The reply's body, decoded as the request asked; ReplyTooLarge past the limit. A
+        proxy's refusal of its tunnel was read with its head."""
+        if reply.from_proxy:
+            return reply.body
         limit = self.body_limit(reply, settings)
         raw = self.body_pieces(reply, settings)
         pieces = self.decoded(raw, reply, outgoing)
@@ -1364,16 +1373,6 @@ class Proxies(CoreClient):
                            proxy_parts(proxy, route.scheme))))
         return proxied
 
-    def head_for(self, outgoing, route, settings):
-        """To a proxy (not through its tunnel), the whole URL (RFC 9112 §3.2.2: the
-        absolute form) and the proxy's credentials."""
-        target, headers = super().head_for(outgoing, route, settings)
-        if not route.proxy or route.tunnel:
-            return target, headers
-        if route.proxy_authorization:
-            headers["Proxy-Authorization"] = route.proxy_authorization
-        return outgoing.url, headers
-
     def open_tunnel(self, connection, settings):
         """Ask the proxy for a tunnel to the origin (CONNECT, RFC 9110 §9.3.6), its
         credentials on the CONNECT alone; its reply, marked from_proxy, when it says no."""
@@ -1394,12 +1393,6 @@ class Proxies(CoreClient):
         connection.close()
         reply.from_proxy, reply.body, reply.will_close = True, reply.read(), True
         return reply
-
-    def read_body(self, reply, outgoing, settings):
-        """The body: a proxy's refusal's was read with it."""
-        if reply.from_proxy:
-            return reply.body
-        return super().read_body(reply, outgoing, settings)
 
 
 def environment_proxies():
