@@ -4991,3 +4991,12 @@ def test_the_client_takes_every_keyword_it_took_as_one_class(scripted):
         b"ada:pw").decode()
     assert last_header(scripted, "Referer") == scripted.url + "/set_cookie?cookie=s%3D1&to=/echo"
     assert last_header(scripted, "Accept-Encoding") is None
+
+
+def test_each_appendix_names_only_what_comes_before_it():
+    with open(os.path.join(HERE, "rest_client.py"), encoding="utf-8") as file:
+        source = file.read()
+    cuts = [match.start() for match in re.finditer(r"^# Appendix [A-M]:", source, re.M)]
+    assert len(cuts) == 13
+    for cut in cuts[1:] + [len(source)]:
+        assert unbound_names(source[:cut]) == set(), source[cut:cut + 40]
