@@ -3831,8 +3831,8 @@ F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)  # Linux's; in fcntl from Py
 
 
 def measured(line, forks, servers, folder):
-    """Run the client's line; its exit status, the first bytes and the count of bytes it
-    wrote to stdout (read as they come into one buffer, never kept: a read fills it), and
+    """Run the client's line; its exit status, the first 4,096 bytes and the count of bytes
+    it wrote to stdout (read as they come into one buffer, never kept: a read fills it), and
     its peak resident memory in KiB."""
     os.makedirs(folder, exist_ok=True)
     with open(os.path.join(folder, "stderr"), "w+b") as stderr:
@@ -3846,7 +3846,8 @@ def measured(line, forks, servers, folder):
         buffer = bytearray(MIB)  # a GiB read into one buffer: no allocation per read
         with open(run.outputs[0], "rb", buffering=0) as stdout:
             for size in iter(lambda: stdout.readinto(buffer), 0):
-                first, count = first or bytes(buffer[:min(size, 4096)]), count + size
+                # a read may end with a head written on its own (-i)
+                first, count = first + bytes(buffer[:min(size, 4096 - len(first))]), count + size
         return run.wait(), first, count, run.peak
 
 
