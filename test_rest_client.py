@@ -13,6 +13,7 @@ import email.parser
 import email.policy
 import email.utils
 import fcntl
+import functools
 import getpass
 import gzip
 import hashlib
@@ -501,13 +502,27 @@ def test_a_problem_from_the_service_is_a_response(users):
 def run_cli_process(*args, api_key=None, stdin=None, env=None):
     """Run rest_client.py as a shell would, in a process of its own, with env added to
     the environment."""
+    return subprocess.run([sys.executable, os.path.join(HERE, "rest_client.py")] + list(args),
+                          input=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          env=cli_environment(api_key, env), timeout=20)
+
+
+def run_cli_forked(forks, *args, api_key=None, stdin=None, env=None):
+    """Run the command line as run_cli_process does, in a process of its own (its own
+    environment, streams and exit), forked by a ForkServer rather than started afresh:
+    for what is not about Python's start."""
+    run = forks.start(list(args), os.getcwd(), cli_environment(api_key, env))
+    stdout, stderr = run.communicate(stdin or b"")
+    return CliResult(run.returncode, stdout, stderr)
+
+
+def cli_environment(api_key=None, added=None):
+    """This process's environment without API_KEY, with added and api_key as API_KEY."""
     env = dict({name: value for name, value in os.environ.items() if name != "API_KEY"},
-               **(env or {}))
+               **(added or {}))
     if api_key is not None:
         env["API_KEY"] = api_key
-    return subprocess.run([sys.executable, os.path.join(HERE, "rest_client.py")] + list(args),
-                          input=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-                          timeout=20)
+    return env
 
 
 CliResult = collections.namedtuple("CliResult", "returncode stdout stderr")
@@ -536,14 +551,16 @@ def run_cli(*args, api_key=None, stdin=None):
     return CliResult(returncode, streams[1].buffer.getvalue(), streams[2].buffer.getvalue())
 
 
-def test_cli_crud_with_the_key_from_api_key(users):
-    run_cli = run_cli_process  # end to end: the file itself, in a process of its own
-    post = run_cli("POST", users.url + "/users", "-H", "X-Test: 1",
-                   "-d", '{"name": "Cli", "email": "cli@example.com"}', api_key=KEY)
+def test_cli_crud_with_the_key_from_api_key(users, forks):
+    # end to end: the file itself, in a process of its own; then, as Python's start is
+    # proven, each step in a process of its own forked from one that imported the file
+    post = run_cli_process("POST", users.url + "/users", "-H", "X-Test: 1",
+                           "-d", '{"name": "Cli", "email": "cli@example.com"}', api_key=KEY)
     assert post.returncode == 0, post.stderr
     user = json.loads(post.stdout)
     assert user["name"] == "Cli"
     path = "%s/users/%d" % (users.url, user["id"])
+    run_cli = functools.partial(run_cli_forked, forks)
     get = run_cli("GET", path, api_key=KEY)
     assert json.loads(get.stdout) == user
     put = run_cli("PUT", path, "-d", '{"name": "Cli 2", "email": "cli@example.com"}', api_key=KEY)
@@ -1418,35 +1435,22 @@ def test_a_64_mib_download_goes_to_a_file_never_more_than_8_mib_in_memory(bulk, 
     assert os.path.getsize(target) == 64 * MIB and os.listdir(str(tmp_path)) == ["big.bin"]
 
 
-# A process's peak memory starts at that of the process it was forked from (Linux keeps the
-# high-water mark across fork and exec), and pytest's alone is above the limit: so a small
-# Python starts the client and reports the client's peak (wait4) on its last stderr line.
-PEAK_OF_CHILD = """import os, subprocess, sys
-child = subprocess.Popen(sys.argv[1:])
-_, status, usage = os.wait4(child.pid, 0)
-child.returncode = os.WEXITSTATUS(status) if os.WIFEXITED(status) else 255
-sys.stderr.write("\\npeak %d\\n" % usage.ru_maxrss)
-sys.exit(child.returncode)
-"""
+def peak_memory_of_cli(forks, stdout, *args):
+    """Run rest_client.py's command line in a process of its own (forked: see ForkServer),
+    its stdout a file; the largest resident memory it had, in KiB (Linux's unit)."""
+    run = forks.start(list(args), os.getcwd(), environment(), stdout=stdout)
+    run.communicate()
+    assert run.returncode == 0
+    return run.peak
 
 
-def peak_memory_of_cli(stdout, *args):
-    """Run rest_client.py's command line in a process of its own, its stdout a file; the
-    largest resident memory it had, in KiB (Linux's unit)."""
-    done = subprocess.run([sys.executable, "-c", PEAK_OF_CHILD, sys.executable,
-                           os.path.join(HERE, "rest_client.py")] + list(args),
-                          stdout=stdout, stderr=subprocess.PIPE, timeout=20)
-    assert done.returncode == 0
-    return int(done.stderr.split()[-1])
-
-
-def test_cli_streams_a_large_body_to_a_file_or_pipe_as_it_arrives(bulk, tmp_path):
+def test_cli_streams_a_large_body_to_a_file_or_pipe_as_it_arrives(bulk, forks, tmp_path):
     """`rest_client.py GET URL > file` holds no more of the body than `-o file` does."""
     target, url = str(tmp_path / "big.bin"), bulk.url + "/64"
     with open(os.devnull, "wb") as nowhere:
-        with_o = peak_memory_of_cli(nowhere, "GET", url, "-o", target)
+        with_o = peak_memory_of_cli(forks, nowhere, "GET", url, "-o", target)
     with open(target, "wb") as stdout:
-        redirected = peak_memory_of_cli(stdout, "GET", url)
+        redirected = peak_memory_of_cli(forks, stdout, "GET", url)
     assert redirected < with_o + 8 * 1024  # KiB: the 64 MiB never sit in memory
     with open(target, "rb") as file:
         pieces = iter(lambda: file.read(MIB), b"")
@@ -1454,13 +1458,13 @@ def test_cli_streams_a_large_body_to_a_file_or_pipe_as_it_arrives(bulk, tmp_path
     assert os.path.getsize(target) == 64 * MIB
 
 
-def test_cli_retry_streams_the_body_too(bulk, tmp_path):
+def test_cli_retry_streams_the_body_too(bulk, forks, tmp_path):
     """`rest_client.py GET URL --retry 2 > file` holds no more of the body than `-o` does."""
     target, url = str(tmp_path / "big.bin"), bulk.url + "/64"
     with open(target, "wb") as stdout:
-        with_o = peak_memory_of_cli(stdout, "GET", url, "-o", str(tmp_path / "o.bin"))
+        with_o = peak_memory_of_cli(forks, stdout, "GET", url, "-o", str(tmp_path / "o.bin"))
     with open(target, "wb") as stdout:
-        retried = peak_memory_of_cli(stdout, "GET", url, "--retry", "2")
+        retried = peak_memory_of_cli(forks, stdout, "GET", url, "--retry", "2")
     assert retried < with_o + 8 * 1024  # KiB: the 64 MiB never sit in memory
     assert os.path.getsize(target) == 64 * MIB
 
@@ -1473,13 +1477,13 @@ def test_a_body_cut_short_in_a_file_object_is_not_sent_again(counting):
     assert len(server.requests) == 1 and file.getvalue() == BLOB[:1000]
 
 
-def test_cli_include_streams_the_body_after_the_head(bulk, tmp_path):
+def test_cli_include_streams_the_body_after_the_head(bulk, forks, tmp_path):
     """`rest_client.py GET URL -i > file` holds no more of the body than `-o file` does."""
     target, url = str(tmp_path / "big.bin"), bulk.url + "/64"
     with open(target, "wb") as stdout:
-        with_o = peak_memory_of_cli(stdout, "GET", url, "-o", str(tmp_path / "o.bin"))
+        with_o = peak_memory_of_cli(forks, stdout, "GET", url, "-o", str(tmp_path / "o.bin"))
     with open(target, "wb") as stdout:
-        included = peak_memory_of_cli(stdout, "GET", url, "-i")
+        included = peak_memory_of_cli(forks, stdout, "GET", url, "-i")
     assert included < with_o + 8 * 1024  # KiB: the 64 MiB never sit in memory
     with open(target, "rb") as file:
         head = file.read(len(b"HTTP/1.1 200 OK\n"))
@@ -2060,19 +2064,19 @@ def test_a_proxy_that_wants_credentials_gives_a_407_response(proxy, scripted, tl
     assert (result.returncode, result.stdout) == (1, b"proxy credentials, please")
 
 
-def test_the_environment_names_the_proxy_lower_case_first(proxy, scripted):
+def test_the_environment_names_the_proxy_lower_case_first(proxy, scripted, forks):
     env = {"http_proxy": proxy.with_credentials, "HTTP_PROXY": "http://127.0.0.1:1",
            "no_proxy": "", "NO_PROXY": "127.0.0.1"}
     before = len(proxy.received)
-    result = run_cli_process("GET", scripted.url + "/echo", env=env)
+    result = run_cli_forked(forks, "GET", scripted.url + "/echo", env=env)
     assert (result.returncode, json.loads(result.stdout)) == (0, ECHO_GET)
     assert len(proxy.received) == before + 1
 
 
-def test_no_proxy_sends_direct(proxy, scripted):
+def test_no_proxy_sends_direct(proxy, scripted, forks):
     env = {"http_proxy": proxy.url, "no_proxy": "example.com, 127.0.0.1"}
     before = len(proxy.received)
-    result = run_cli_process("GET", scripted.url + "/echo", env=env)
+    result = run_cli_forked(forks, "GET", scripted.url + "/echo", env=env)
     assert (result.returncode, json.loads(result.stdout)) == (0, ECHO_GET)
     assert len(proxy.received) == before
 
@@ -2095,13 +2099,15 @@ def test_the_proxy_variables_are_read_as_curl_reads_them(monkeypatch):
         "http_proxy": "http://lower:3128", "https_proxy": "http://upper:3129", "no_proxy": ""}
 
 
-def test_cli_proxy_and_noproxy_win_over_the_environment(proxy, scripted):
+def test_cli_proxy_and_noproxy_win_over_the_environment(proxy, scripted, forks):
     env = {"http_proxy": "http://127.0.0.1:1", "no_proxy": ""}
     before = len(proxy.received)
-    result = run_cli_process("GET", scripted.url + "/echo", "-x", proxy.with_credentials, env=env)
+    result = run_cli_forked(forks, "GET", scripted.url + "/echo", "-x", proxy.with_credentials,
+                            env=env)
     assert (result.returncode, json.loads(result.stdout)) == (0, ECHO_GET)
     assert len(proxy.received) == before + 1
-    result = run_cli_process("GET", scripted.url + "/echo", "--noproxy", "127.0.0.1", env=env)
+    result = run_cli_forked(forks, "GET", scripted.url + "/echo", "--noproxy", "127.0.0.1",
+                            env=env)
     assert (result.returncode, json.loads(result.stdout)) == (0, ECHO_GET)
     assert len(proxy.received) == before + 1
 
@@ -2393,17 +2399,16 @@ def test_cli_fail_never_touches_the_file(scripted, tmp_path):
     assert result.returncode == 1 and os.listdir(str(tmp_path)) == ["data.json"]
 
 
-def test_upper_case_http_proxy_is_never_read_for_plain_http(proxy, scripted):
+def test_upper_case_http_proxy_is_never_read_for_plain_http(proxy, scripted, forks):
     # httpoxy (CVE-2016-5385): in CGI, a request's "Proxy:" header becomes HTTP_PROXY
     env = {"HTTP_PROXY": proxy.with_credentials, "http_proxy": "", "no_proxy": "",
            "NO_PROXY": ""}
     env.pop("http_proxy")
     before = len(proxy.received)
     clean = {name: value for name, value in os.environ.items() if name.lower() != "http_proxy"}
-    result = subprocess.run([sys.executable, os.path.join(HERE, "rest_client.py"), "GET",
-                             scripted.url + "/echo"], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, env=dict(clean, **env), timeout=20)
-    assert (result.returncode, json.loads(result.stdout)) == (0, ECHO_GET)
+    run = forks.start(["GET", scripted.url + "/echo"], os.getcwd(), dict(clean, **env))
+    stdout, _ = run.communicate()
+    assert (run.returncode, json.loads(stdout)) == (0, ECHO_GET)
     assert len(proxy.received) == before
 
 
@@ -3668,10 +3673,10 @@ def test_the_table_has_sixty_lines_or_more():
 
 
 def test_an_option_outside_the_set_is_a_usage_error_naming_it_and_nothing_is_sent(
-        servers, tmp_path):
+        forks, servers, tmp_path):
     """curl knows hundreds of options the client does not; any it does not know is exit 2,
     before anything is sent."""
-    done = run_line(CLIENT, "-s --digest -u a:b $URL/echo", servers, str(tmp_path / "run"))
+    done = run_line(forks, "-s --digest -u a:b $URL/echo", servers, str(tmp_path / "run"))
     assert (done.status, done.stdout, done.wire) == (2, b"", [])
     assert b"--digest" in done.stderr
 
@@ -3713,13 +3718,13 @@ def drained(reader):
 
 @pytest.mark.parametrize("form", sorted(OUTPUT_FORMS))
 def test_output_to_a_device_node_writes_into_it_and_leaves_it_a_device(
-        servers, tmp_path, form):
+        forks, servers, tmp_path, form):
     """`-o /dev/null` as root, on a device of the test's own; a FIFO where mknod is not
     allowed."""
     node = str(tmp_path / "null")
     if not own_null_device(node):
-        return check_output_to_a_fifo(servers, tmp_path, form)
-    done = run_line(CLIENT, OUTPUT_FORMS[form] % "null", servers, str(tmp_path))
+        return check_output_to_a_fifo(forks, servers, tmp_path, form)
+    done = run_line(forks, OUTPUT_FORMS[form] % "null", servers, str(tmp_path))
     assert (done.status, done.stdout) == (0, b"")
     mode = os.lstat(node)
     assert stat.S_ISCHR(mode.st_mode) and mode.st_rdev == os.makedev(1, 3)
@@ -3727,24 +3732,25 @@ def test_output_to_a_device_node_writes_into_it_and_leaves_it_a_device(
 
 
 @pytest.mark.parametrize("form", sorted(OUTPUT_FORMS))
-def test_output_to_a_fifo_writes_into_it_and_leaves_it_a_fifo(servers, tmp_path, form):
-    check_output_to_a_fifo(servers, tmp_path, form)
+def test_output_to_a_fifo_writes_into_it_and_leaves_it_a_fifo(forks, servers, tmp_path, form):
+    check_output_to_a_fifo(forks, servers, tmp_path, form)
 
 
-def check_output_to_a_fifo(servers, tmp_path, form):
+def check_output_to_a_fifo(forks, servers, tmp_path, form):
     """-o onto a FIFO: the reply goes through it, and it stays a FIFO."""
     reader = fifo_with_reader(str(tmp_path / "pipe"))
-    done = run_line(CLIENT, OUTPUT_FORMS[form] % "pipe", servers, str(tmp_path))
+    done = run_line(forks, OUTPUT_FORMS[form] % "pipe", servers, str(tmp_path))
     assert (done.status, done.stdout, drained(reader)) == (0, b"", b"GET /echo\n")
     assert stat.S_ISFIFO(os.lstat(str(tmp_path / "pipe")).st_mode)
     assert sorted(os.listdir(str(tmp_path))) == sorted(["pipe"] + list(INPUTS))
 
 
 @pytest.mark.parametrize("form", sorted(OUTPUT_FORMS))
-def test_output_through_a_symbolic_link_replaces_the_file_it_names(servers, tmp_path, form):
+def test_output_through_a_symbolic_link_replaces_the_file_it_names(forks, servers, tmp_path,
+                                                                    form):
     (tmp_path / "target.txt").write_bytes(b"old\n")
     os.symlink("target.txt", str(tmp_path / "link.txt"))
-    done = run_line(CLIENT, OUTPUT_FORMS[form] % "link.txt", servers, str(tmp_path))
+    done = run_line(forks, OUTPUT_FORMS[form] % "link.txt", servers, str(tmp_path))
     assert (done.status, done.stdout) == (0, b"")
     assert os.readlink(str(tmp_path / "link.txt")) == "target.txt"
     assert (tmp_path / "target.txt").read_bytes() == b"GET /echo\n"
@@ -3752,11 +3758,11 @@ def test_output_through_a_symbolic_link_replaces_the_file_it_names(servers, tmp_
 
 
 @pytest.mark.parametrize("form", sorted(OUTPUT_FORMS))
-def test_output_through_a_link_to_a_fifo_writes_into_the_fifo(servers, tmp_path, form):
+def test_output_through_a_link_to_a_fifo_writes_into_the_fifo(forks, servers, tmp_path, form):
     """As `-o /dev/stdout` does: a link to what the shell gave as stdout, here a FIFO."""
     reader = fifo_with_reader(str(tmp_path / "pipe"))
     os.symlink("pipe", str(tmp_path / "stdout"))
-    done = run_line(CLIENT, OUTPUT_FORMS[form] % "stdout", servers, str(tmp_path))
+    done = run_line(forks, OUTPUT_FORMS[form] % "stdout", servers, str(tmp_path))
     assert (done.status, done.stdout, drained(reader)) == (0, b"", b"GET /echo\n")
     assert os.readlink(str(tmp_path / "stdout")) == "pipe"
     assert stat.S_ISFIFO(os.lstat(str(tmp_path / "pipe")).st_mode)
@@ -3764,8 +3770,8 @@ def test_output_through_a_link_to_a_fifo_writes_into_the_fifo(servers, tmp_path,
 
 @pytest.mark.parametrize("line, status", [("-sf -o existing.json $URL/status/503", 22),
                                           ("GET $URL/status/503 --fail -o existing.json", 1)])
-def test_fail_leaves_an_existing_file_untouched(servers, tmp_path, line, status):
-    done = run_line(CLIENT, line, servers, str(tmp_path))
+def test_fail_leaves_an_existing_file_untouched(forks, servers, tmp_path, line, status):
+    done = run_line(forks, line, servers, str(tmp_path))
     assert (done.status, done.stdout) == (status, b"")
     assert done.files == INPUTS
 
@@ -3783,9 +3789,9 @@ def test_an_upper_case_http_proxy_is_not_read_for_http(servers, tmp_path, line):
 
 
 @pytest.mark.parametrize("line", ["-s $URL/echo", "GET $URL/echo"])
-def test_the_lower_case_http_proxy_is_used(servers, tmp_path, line):
+def test_the_lower_case_http_proxy_is_used(forks, servers, tmp_path, line):
     env = environment(http_proxy=servers.other.url)
-    done = run_line(CLIENT, line, servers, str(tmp_path), env=env)
+    done = run_line(forks, line, servers, str(tmp_path), env=env)
     absolute = "http://127.0.0.1:$PORT/echo"  # the absolute form a proxy gets (RFC 9112 §3.2.2)
     assert (done.status, done.stdout) == (0, b"GET %s\n" % absolute.encode())
     assert [target for method, target, headers, body in done.wire] == [absolute]
@@ -3798,17 +3804,17 @@ def authorization(request):
 
 @pytest.mark.parametrize("line", ["GET $URL/echo -u ada:pw",
                                   "GET http://ada:pw@127.0.0.1:$PORT/echo"])
-def test_credentials_on_the_command_line_win_over_api_key(servers, tmp_path, line):
-    done = run_line(CLIENT, line, servers, str(tmp_path), env=environment(API_KEY="secret"))
+def test_credentials_on_the_command_line_win_over_api_key(forks, servers, tmp_path, line):
+    done = run_line(forks, line, servers, str(tmp_path), env=environment(API_KEY="secret"))
     assert done.status == 0
     assert [authorization(request) for request in done.wire] == [
         "Basic " + base64.b64encode(b"ada:pw").decode()]
 
 
 def test_api_key_goes_to_the_host_given_and_not_after_a_redirect_to_another(
-        servers, tmp_path):
+        forks, servers, tmp_path):
     line = "GET '$URL/redirect/302?to=$OTHER/echo'"
-    done = run_line(CLIENT, line, servers, str(tmp_path), env=environment(API_KEY="secret"))
+    done = run_line(forks, line, servers, str(tmp_path), env=environment(API_KEY="secret"))
     assert (done.status, done.stdout) == (0, b"GET /echo\n")
     assert [(dict(request[2])["host"], authorization(request)) for request in done.wire] == [
         ("127.0.0.1:$PORT", "Bearer secret"), ("127.0.0.2:$OTHER_PORT", None)]
