@@ -1300,45 +1300,42 @@ def test_cli_writes_the_exact_bytes_to_a_file_and_nothing_else(counting, tmp_pat
     assert os.listdir(str(tmp_path)) == ["blob.bin"]
 
 
-def on_terminal(args, stream="stdout"):
-    """Run the command line with stdout or stderr on a terminal, the other piped; its exit
-    status, what the terminal showed, and what the pipe got."""
+def on_terminal(forks, args, stream="stdout"):
+    """Run the command line (forked: test_cli_adds_a_line_end_on_a_terminal_only starts the
+    file) with stdout or stderr on a terminal, the other piped; its exit status, what the
+    terminal showed, and what the pipe got."""
     controller, terminal = pty.openpty()
-    other = subprocess.PIPE
-    streams = {"stdout": terminal, "stderr": other} if stream == "stdout" else {
-        "stdout": other, "stderr": terminal}
-    process = subprocess.Popen([sys.executable, os.path.join(HERE, "rest_client.py")] + args,
-                               **streams)
-    os.close(terminal)
+    with open(terminal, "wb") as end:
+        run = forks.start(args, os.getcwd(), cli_environment(), **{stream: end})
     shown = read_terminal(controller)
     os.close(controller)
-    piped = (process.stderr if stream == "stdout" else process.stdout).read()
-    return process.wait(20), shown, piped
+    stdout, stderr = run.communicate()
+    return run.returncode, shown, stderr if stream == "stdout" else stdout
 
 
-def test_cli_does_not_print_a_binary_body_on_a_terminal_and_says_to_use_o(counting):
+def test_cli_does_not_print_a_binary_body_on_a_terminal_and_says_to_use_o(forks, counting):
     server = blob_server(counting)
-    status, shown, stderr = on_terminal(["GET", server.url + "/blob.bin"])
+    status, shown, stderr = on_terminal(forks, ["GET", server.url + "/blob.bin"])
     assert (status, shown) == (0, b"")
     assert stderr == (b"rest_client: the reply is binary (application/octet-stream, 3072 "
                       b"bytes) and is not printed on a terminal; use -o FILE to save it (-o - "
                       b"prints it)\n")
-    status, shown, stderr = on_terminal(["GET", server.url + "/blob.bin", "-o", "-"])
+    status, shown, stderr = on_terminal(forks, ["GET", server.url + "/blob.bin", "-o", "-"])
     assert (status, stderr) == (0, b"") and len(shown) >= len(BLOB)  # as the terminal shows it
 
 
 @pytest.mark.parametrize("content_type", ["text/csv", "application/json", "application/xml",
                                           "application/problem+json", "image/svg+xml"])
-def test_cli_prints_text_types_on_a_terminal(counting, content_type):
+def test_cli_prints_text_types_on_a_terminal(forks, counting, content_type):
     server = counting(lambda number, request: answer(b"a,b", headers=[
         "Content-Type: " + content_type]))
-    status, shown, stderr = on_terminal(["GET", server.url + "/"])
+    status, shown, stderr = on_terminal(forks, ["GET", server.url + "/"])
     assert (status, shown, stderr) == (0, b"a,b\r\n", b"")
 
 
-def test_cli_a_nul_byte_makes_text_binary_on_a_terminal(counting):
+def test_cli_a_nul_byte_makes_text_binary_on_a_terminal(forks, counting):
     server = counting(lambda number, request: answer(b"a\0b", headers=["Content-Type: text/plain"]))
-    status, shown, stderr = on_terminal(["GET", server.url + "/"])
+    status, shown, stderr = on_terminal(forks, ["GET", server.url + "/"])
     assert (status, shown) == (0, b"")
     assert stderr.startswith(b"rest_client: the reply is binary (text/plain, 3 bytes)")
 
@@ -1561,10 +1558,10 @@ def test_a_downloaded_file_gets_the_mode_any_new_file_gets(counting, tmp_path):
     assert os.stat(str(target)).st_mode == os.stat(str(other)).st_mode
 
 
-def test_cli_shows_progress_on_a_terminal_stderr_only(bulk, tmp_path):
+def test_cli_shows_progress_on_a_terminal_stderr_only(forks, bulk, tmp_path):
     target = str(tmp_path / "three.bin")
     started = time.monotonic()
-    status, shown, stdout = on_terminal(["GET", bulk.url + "/3", "-o", target], "stderr")
+    status, shown, stdout = on_terminal(forks, ["GET", bulk.url + "/3", "-o", target], "stderr")
     elapsed = time.monotonic() - started
     assert (status, stdout, os.path.getsize(target)) == (0, b"", 3 * MIB)
     lines = shown.decode().split("\r")
@@ -2760,13 +2757,13 @@ def test_cli_first_form_takes_options_before_the_method_too(users, before, after
     assert result.stdout.endswith(b'{"users": "/users"}')
 
 
-def test_cli_curl_form_keeps_binary_output_off_a_terminal(counting):
+def test_cli_curl_form_keeps_binary_output_off_a_terminal(forks, counting):
     server = blob_server(counting)
-    status, shown, stderr = on_terminal(["-sS", server.url + "/blob.bin"])
+    status, shown, stderr = on_terminal(forks, ["-sS", server.url + "/blob.bin"])
     assert (status, shown) == (23, b"")
     assert stderr == (b'rest_client: (23) binary output can mess up your terminal: use "-o -" '
                       b'to have it there anyway, or "-o FILE" to save it\n')
-    status, shown, stderr = on_terminal(["-s", "-o", "-", server.url + "/blob.bin"])
+    status, shown, stderr = on_terminal(forks, ["-s", "-o", "-", server.url + "/blob.bin"])
     assert (status, stderr) == (0, b"") and len(shown) >= len(BLOB)
 
 
