@@ -2589,7 +2589,7 @@ class DripServer:
 def test_a_server_that_drips_cannot_stretch_the_timeout():
     server = DripServer()
     try:
-        resp, err = send(Request("GET", server.url + "/"), timeout=0.3)
+        resp, err = send(Request("GET", server.url + "/"), timeout=0.2)  # 4 bytes in it
     finally:
         server.stopped.set()
         server.listener.close()
@@ -4286,11 +4286,11 @@ def timed_send(request, **options):
 
 
 @pytest.mark.parametrize("lie", [
-    dripped(b"HTTP/1.1 200 OK\r\nX-Drip: " + b"x" * 40 + b"\r\n\r\n"),
+    dripped(b"HTTP/1.1 200 OK\r\nX-Drip: " + b"x" * 40 + b"\r\n\r\n", every=0.1),
     endless_continues], ids=["dripped head", "endless 100 Continue"])
 def test_a_head_that_never_ends_is_a_timeout_within_the_timeout(lying, lie):
-    server = lying(lie)
-    (resp, err), elapsed = timed_send(Request("GET", server.url + "/"), timeout=0.5)
+    server = lying(lie)  # a byte or a 1xx comes well within each 0.25 s: only a deadline ends it
+    (resp, err), elapsed = timed_send(Request("GET", server.url + "/"), timeout=0.25)
     assert resp is None and isinstance(err, rest_client.Timeout)
     assert str(err) == "no reply from %s within the time allowed" % server.authority
     assert elapsed < 1.5
@@ -4303,7 +4303,7 @@ DRIPPED_BODY = dripped(b"5;" + b"x" * 40, every=0.05,
 
 def test_a_dripped_body_is_a_timeout_that_says_the_reply_was_cut_short(lying):
     server = lying(DRIPPED_BODY)
-    (resp, err), elapsed = timed_send(Request("GET", server.url + "/"), timeout=0.5)
+    (resp, err), elapsed = timed_send(Request("GET", server.url + "/"), timeout=0.25)
     assert resp is None and isinstance(err, rest_client.Timeout)
     assert str(err) == ("the reply from %s was cut short: the rest of its body did not come "
                         "within the time allowed" % server.authority)
