@@ -336,7 +336,7 @@ def test_a_malformed_method_is_an_error_value(scripted, method):
 
 
 def test_a_timeout_comes_back_as_an_error_value(scripted):
-    resp, err = send(Request("GET", scripted.url + "/slow"), timeout=0.2)
+    resp, err = send(Request("GET", scripted.url + "/slow"), timeout=0.1)
     assert resp is None
     assert isinstance(err, rest_client.Timeout) and isinstance(err, TimeoutError)
     assert str(err) == "no reply from %s within the time allowed" % scripted.url[7:]
@@ -636,7 +636,7 @@ def test_cli_fail_exits_1_on_4xx_and_5xx(scripted, status, code, capsys, monkeyp
 
 
 def test_cli_no_reply_is_exit_3_with_one_line_on_stderr(scripted):
-    result = run_cli("GET", scripted.url + "/slow", "--timeout", "0.2")
+    result = run_cli("GET", scripted.url + "/slow", "--timeout", "0.1")
     assert result.returncode == 3
     assert result.stdout == b""
     stderr = result.stderr.decode()
@@ -1246,7 +1246,7 @@ def test_a_request_that_timed_out_is_not_sent_again_and_ends_its_connection(coun
 
     server = counting(answer_for)
     assert send(Request("GET", server.url + "/"))[0].body == "ok"
-    resp, err = send(Request("GET", server.url + "/slow"), timeout=0.2, retries=0)
+    resp, err = send(Request("GET", server.url + "/slow"), timeout=0.1, retries=0)
     late.set()
     assert resp is None and isinstance(err, socket.timeout)
     assert send(Request("GET", server.url + "/"))[0].body == "ok"
@@ -4423,7 +4423,7 @@ def test_a_reply_too_large_is_not_sent_again(lying):
 
 def test_cli_an_error_after_the_head_says_the_reply_is_incomplete(lying):
     server = lying(DRIPPED_BODY)
-    result = run_cli("GET", server.url + "/", "--timeout", "0.3")
+    result = run_cli("GET", server.url + "/", "--timeout", "0.2")
     assert (result.returncode, result.stdout) == (3, b"")
     assert result.stderr == ("rest_client: incomplete reply: the reply from %s was cut short: "
                              "the rest of its body did not come within the time allowed\n"
@@ -4696,10 +4696,10 @@ def test_cli_write_out_times_come_in_the_order_of_the_steps(servers):
         first_byte) <= total < 5
 
 
-def test_cli_write_out_json_has_curls_names_in_curls_order(curl, servers, tmp_path):
+def test_cli_write_out_json_has_curls_names_in_curls_order(curl, forks, servers, tmp_path):
     line = "-s -o out.txt -w '%{json}' $URL/echo"
     by_curl = json.loads(run_line([curl[0]], line, servers, str(tmp_path / "curl")).stdout)
-    by_client = json.loads(run_line(CLIENT, line, servers, str(tmp_path / "client")).stdout)
+    by_client = json.loads(run_line(forks, line, servers, str(tmp_path / "client")).stdout)
     assert list(by_client) == list(by_curl)
     varying = ("curl_version", "local_port", "size_request", "speed_download")
 
