@@ -3818,9 +3818,9 @@ def test_api_key_goes_to_the_host_given_and_not_after_a_redirect_to_another(
 
 
 @pytest.mark.parametrize("line", ["-s $URL/echo", "-sL '$URL/redirect/302?to=$OTHER/echo'"])
-def test_the_curl_form_does_not_read_api_key(servers, tmp_path, line):
+def test_the_curl_form_does_not_read_api_key(forks, servers, tmp_path, line):
     """curl does not know API_KEY, and a line written for curl may name any host."""
-    done = run_line(CLIENT, line, servers, str(tmp_path), env=environment(API_KEY="secret"))
+    done = run_line(forks, line, servers, str(tmp_path), env=environment(API_KEY="secret"))
     assert (done.status, done.stdout) == (0, b"GET /echo\n")
     assert [authorization(request) for request in done.wire] == [None] * len(done.wire)
 
