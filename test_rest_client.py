@@ -3267,7 +3267,9 @@ def finish_line(process, line, servers, folder, stdin=b""):
 # from a process that imported rest_client once. Each child ends as `python rest_client.py`
 # does, with `sys.exit(main())`, on stdin, stdout and stderr pipes of its own, in its
 # folder, with its environment and arguments; the process it is forked from runs none of
-# the client, so each child starts from a fresh import. Tests of single runs start the file.
+# the client, so each child starts from a fresh import. Tests of single runs fork too (the
+# module's `forks`), but those of what only a fresh start shows: the file run as a shell
+# runs it, the environment read at start, a terminal, stdout a pipe read as it comes.
 FORK_SERVER = """import array, gc, json, os, socket, sys
 sys.path[0] = sys.argv[1]  # the file's folder, not the current one, as for rest_client.py
 import rest_client
