@@ -2396,16 +2396,17 @@ def test_cli_fail_never_touches_the_file(scripted, tmp_path):
     assert result.returncode == 1 and os.listdir(str(tmp_path)) == ["data.json"]
 
 
-def test_upper_case_http_proxy_is_never_read_for_plain_http(proxy, scripted, forks):
+def test_upper_case_http_proxy_is_never_read_for_plain_http(proxy, scripted):
     # httpoxy (CVE-2016-5385): in CGI, a request's "Proxy:" header becomes HTTP_PROXY
     env = {"HTTP_PROXY": proxy.with_credentials, "http_proxy": "", "no_proxy": "",
            "NO_PROXY": ""}
     env.pop("http_proxy")
     before = len(proxy.received)
     clean = {name: value for name, value in os.environ.items() if name.lower() != "http_proxy"}
-    run = forks.start(["GET", scripted.url + "/echo"], os.getcwd(), dict(clean, **env))
-    stdout, _ = run.communicate()
-    assert (run.returncode, json.loads(stdout)) == (0, ECHO_GET)
+    result = subprocess.run([sys.executable, os.path.join(HERE, "rest_client.py"), "GET",
+                             scripted.url + "/echo"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=dict(clean, **env), timeout=20)
+    assert (result.returncode, json.loads(result.stdout)) == (0, ECHO_GET)
     assert len(proxy.received) == before
 
 
@@ -3778,11 +3779,12 @@ def test_fail_leaves_an_existing_file_untouched(forks, servers, tmp_path, line, 
 # -- the environment: httpoxy and API_KEY ------------------------------------------------------
 
 @pytest.mark.parametrize("line", ["-s $URL/echo", "GET $URL/echo"])
-def test_an_upper_case_http_proxy_is_not_read_for_http(servers, tmp_path, line):
+def test_an_upper_case_http_proxy_is_not_read_for_http(forks, servers, tmp_path, line):
     """In CGI a request's `Proxy:` header becomes HTTP_PROXY (httpoxy, CVE-2016-5385), so
-    only the lower-case http_proxy names a proxy for plain HTTP, as in curl."""
+    only the lower-case http_proxy names a proxy for plain HTTP, as in curl (a fresh start
+    shows it in test_upper_case_http_proxy_is_never_read_for_plain_http)."""
     env = environment(HTTP_PROXY=servers.other.url, REQUEST_METHOD="GET")
-    done = run_line(CLIENT, line, servers, str(tmp_path), env=env)
+    done = run_line(forks, line, servers, str(tmp_path), env=env)
     assert (done.status, done.stdout) == (0, b"GET /echo\n")
     assert [target for method, target, headers, body in done.wire] == ["/echo"]
 
