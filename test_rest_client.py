@@ -3383,6 +3383,14 @@ class ForkedRun:
         return self.returncode
 
 
+@pytest.fixture(scope="module")
+def forks():
+    """A ForkServer for the runs of the client that are not about a process's start."""
+    server = ForkServer()
+    yield server
+    server.close()
+
+
 def portless(value, servers):
     """value with the servers' ports written as $PORT and $OTHER_PORT: curl's runs and
     the client's go at the same time, each to servers of its own, on ports of their own."""
@@ -3856,14 +3864,6 @@ def measured(line, forks, servers, folder):
                 # a read may end with a head written on its own (-i)
                 first, count = first + bytes(buffer[:min(size, 4096 - len(first))]), count + size
         return run.wait(), first, count, run.peak
-
-
-@pytest.fixture(scope="module")
-def forks():
-    """A ForkServer for the runs of the client that are not about a process's start."""
-    server = ForkServer()
-    yield server
-    server.close()
 
 
 @pytest.fixture(scope="module")
