@@ -3859,11 +3859,15 @@ def measured(line, forks, servers, folder):
             pass  # not Linux: the pipe as it is
         first, count = b"", 0
         buffer = bytearray(MIB)  # a GiB read into one buffer: no allocation per read
-        with open(run.outputs[0], "rb", buffering=0) as stdout:
-            for size in iter(lambda: stdout.readinto(buffer), 0):
-                # a read may end with a head written on its own (-i)
-                first, count = first + bytes(buffer[:min(size, 4096 - len(first))]), count + size
-        return run.wait(), first, count, run.peak
+        try:
+            with open(run.outputs[0], "rb", buffering=0) as stdout:
+                for size in iter(lambda: stdout.readinto(buffer), 0):
+                    # a read may end with a head written on its own (-i)
+                    first = first + bytes(buffer[:min(size, 4096 - len(first))])
+                    count += size
+        finally:
+            run.wait()  # the run's status, read even after a failure, is not the next run's
+        return run.returncode, first, count, run.peak
 
 
 @pytest.fixture(scope="module")
