@@ -219,19 +219,154 @@ def assert_problem(reply, status, fmt="json"):
 
 # -- starting it ---------------------------------------------------------------------------
 
+# Python's start and its compiling of rest_users.py are most of what a run of the service
+# costs a test (0.3 s on CPython, more on PyPy): the tests' runs are forked from a process
+# that imported rest_users once and runs none of it. Each run is a process of its own, as
+# `python rest_users.py` is: its own pid, signals, exit status, environment, folder, argv,
+# stdout and stderr, ending with `sys.exit(main())`, the file's last line. A waiter forked
+# between them reports the run's pid and exit status, so runs may overlap. Tests that need
+# the file itself (a learner's copy, another user, a broken start) still start it.
+FORK_SERVER = """import array, json, os, random, signal, socket, sys
+sys.path[0] = sys.argv[1]  # the file's folder, as for python rest_users.py
+import rest_users
+control = socket.fromfd(int(sys.argv[2]), socket.AF_UNIX, socket.SOCK_SEQPACKET)
+os.close(int(sys.argv[2]))
+signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the waiters are reaped as they end
+while True:
+    fds = array.array("i")
+    message, ancillary, _, _ = control.recvmsg(1 << 16, socket.CMSG_LEN(3 * fds.itemsize))
+    if not message:
+        sys.exit()  # the tests are done
+    for _, _, data in ancillary:
+        fds.frombytes(data)
+    if os.fork() == 0:
+        break
+    for fd in fds:
+        os.close(fd)
+control.close()
+signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+report = socket.fromfd(fds[0], socket.AF_UNIX, socket.SOCK_SEQPACKET)
+pid = os.fork()
+if pid:  # the waiter
+    report.send(b"%d" % pid)
+    status = os.waitpid(pid, 0)[1]
+    report.send(b"%d" % (-os.WTERMSIG(status) if os.WIFSIGNALED(status) else
+                         os.WEXITSTATUS(status)))
+    os._exit(0)
+report.close()
+for number, fd in enumerate(fds[1:], 1):  # stdout, stderr
+    os.dup2(fd, number)
+for fd in fds:
+    os.close(fd)
+run = json.loads(message.decode())
+os.chdir(run["cwd"])
+os.environ.clear()
+os.environ.update(run["env"])
+sys.argv = run["argv"]
+random.seed()  # as a new process seeds it (Python 3.7+ does this at a fork)
+sys.exit(rest_users.main())
+"""
+
+
+class ForkServer:
+    """A process that imported rest_users, forking a run of the service for each start."""
+
+    def __init__(self):
+        self.control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", FORK_SERVER, HERE, str(theirs.fileno())],
+            pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL)
+        theirs.close()
+
+    def start(self, args, env=None):
+        """Run rest_users.py with args, in its folder, with env (else this one's)."""
+        report, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        stdout, stderr = os.pipe(), os.pipe()  # (read end, write end)
+        given = [theirs.fileno(), stdout[1], stderr[1]]
+        run = {"argv": [os.path.join(HERE, "rest_users.py")] + list(args), "cwd": HERE,
+               "env": dict(os.environ if env is None else env)}
+        self.control.sendmsg([json.dumps(run).encode()],
+                             [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack("3i", *given))])
+        theirs.close()
+        os.close(stdout[1])
+        os.close(stderr[1])
+        return ForkedRun(report, stdout[0], stderr[0])
+
+    def close(self):
+        """End the process: it ends when its control socket closes."""
+        self.control.close()
+        self.process.wait(10)
+
+
+class ForkedRun:
+    """A run of the service forked by the ForkServer: the part of a Popen the tests use."""
+
+    def __init__(self, report, stdout, stderr):
+        self.report, self.returncode = report, None
+        self.pid = int(report.recv(16))
+        self.stdout, self.stderr = open(stdout), open(stderr)  # text, as universal_newlines
+
+    def send_signal(self, signum):
+        if self.returncode is None:
+            os.kill(self.pid, signum)
+
+    def terminate(self):
+        self.send_signal(signal.SIGTERM)
+
+    def kill(self):
+        self.send_signal(signal.SIGKILL)
+
+    def wait(self, timeout=None):
+        """The exit status, as Popen gives it: minus the signal that ended the run."""
+        if self.returncode is None:
+            self.report.settimeout(timeout)
+            self.returncode = int(self.report.recv(16))
+            self.report.close()
+        return self.returncode
+
+    def communicate(self, timeout=None):
+        """Read stdout and stderr to their ends, side by side, then wait for the exit."""
+        read = {}
+
+        def read_to_end(stream):
+            with stream:
+                read[stream] = stream.read()
+
+        readers = [threading.Thread(target=read_to_end, args=(stream,), daemon=True)
+                   for stream in (self.stdout, self.stderr)]
+        for reader in readers:
+            reader.start()
+        for reader in readers:
+            reader.join(timeout)
+            if reader.is_alive():
+                raise subprocess.TimeoutExpired("rest_users.py", timeout)
+        self.wait(timeout)
+        return read[self.stdout], read[self.stderr]
+
+
+@functools.lru_cache(maxsize=None)
+def fork_server():
+    """The module's one ForkServer, started when a test first runs the service."""
+    return ForkServer()
+
+
+def teardown_module():
+    if fork_server.cache_info().currsize:
+        fork_server().close()
+
+
 def run_service(*args, env=None):
     """Start rest_users.py as a process and return it with its first stdout line."""
-    process = subprocess.Popen([sys.executable, os.path.join(HERE, "rest_users.py")] + list(args),
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               universal_newlines=True, env=env, cwd=HERE)
+    process = fork_server().start(args, env)
     return process, process.stdout.readline()
 
 
 def run_to_exit(*args):
     """Run rest_users.py until it exits by itself: --help, or a start that must fail."""
-    return subprocess.run([sys.executable, "rest_users.py"] + list(args), cwd=HERE,
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          universal_newlines=True, timeout=10)
+    process = fork_server().start(args)
+    stdout, stderr = process.communicate(timeout=10)
+    return subprocess.CompletedProcess(args, process.returncode, stdout, stderr)
 
 
 def failed_start(capsys, *args):
