@@ -225,7 +225,7 @@ def assert_problem(reply, status, fmt="json"):
 # `python rest_users.py` is: its own pid, signals, exit status, environment, folder, argv,
 # stdout and stderr, ending with `sys.exit(main())`, the file's last line. A waiter forked
 # between them reports the run's pid and exit status, so runs may overlap. Tests that need
-# the file itself (a learner's copy, another user, a broken start) still start it.
+# the file itself (a learner's copy, another user) still start it.
 FORK_SERVER = """import array, json, os, random, signal, socket, sys
 sys.path[0] = sys.argv[1]  # the file's folder, as for python rest_users.py
 import rest_users
@@ -3651,7 +3651,7 @@ class Browser:
         deadline = time.monotonic() + seconds
         while not self.run(script):
             assert time.monotonic() < deadline, "never true: " + script
-            time.sleep(0.05)
+            time.sleep(0.01)  # a look costs the page a millisecond; a longer wait, the test
 
     def close(self):
         self.process.kill()
@@ -6332,12 +6332,9 @@ def test_a_broken_db_json_stops_the_start_with_one_line(tmp_path, capsys, conten
 
 def test_a_broken_db_json_on_the_command_line_exits_2(tmp_path):
     path = write_db_json(tmp_path, {"posts": [1, 2]})
-    result = subprocess.Popen([sys.executable, os.path.join(HERE, "rest_users.py"), "--port", "0",
-                               "--load", path], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              universal_newlines=True, cwd=HERE)
-    out, err = result.communicate(timeout=10)
-    assert (result.returncode, out) == (2, "")
-    assert len(err.splitlines()) == 1 and "posts" in err
+    result = run_to_exit("--port", "0", "--load", path)
+    assert (result.returncode, result.stdout) == (2, "")
+    assert len(result.stderr.splitlines()) == 1 and "posts" in result.stderr
 
 
 def test_an_empty_collection_and_an_empty_object_in_a_db_json_are_served(tmp_path):
