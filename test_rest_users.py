@@ -58,18 +58,27 @@ def start_server(variant="default", **options):
     "plain" one, which is the same without the speed-ups."""
     options.setdefault("quiet", True)
     server = rest_users.make_server("127.0.0.1", 0, plain=variant == "plain", **options)
-    threading.Thread(target=server.serve_forever, args=(0.01,), daemon=True).start()
+    serve_in_a_thread(server)
     return server
+
+
+def serve_in_a_thread(server):
+    """Serve from a daemon thread whose loop wakes for a connection, or twice a second to
+    see whether it is asked to stop: the dozens of servers the module keeps at once, each
+    woken a hundred times a second, would take a fifth of a CPU from the tests."""
+    threading.Thread(target=server.serve_forever, args=(0.5,), daemon=True).start()
 
 
 def stop_server(server):
     """Stop serving, then close. A connection wakes the serving loop at once, which would
-    otherwise see the request to stop only when its poll interval runs out."""
+    otherwise see the request to stop only when its poll interval runs out; one more is
+    made if the first came before the request to stop."""
     stopping = threading.Thread(target=server.shutdown)
     stopping.start()
-    with contextlib.suppress(OSError):
-        socket.create_connection(server.server_address[:2], timeout=1).close()
-    stopping.join()
+    while stopping.is_alive():
+        with contextlib.suppress(OSError):
+            socket.create_connection(server.server_address[:2], timeout=1).close()
+        stopping.join(0.01)
     server.server_close()
 
 
@@ -4505,7 +4514,7 @@ def core(tmp_path_factory):
     """The core alone, as a module, serving on a free port with a MemoryStore."""
     module = module_from_source(tmp_path_factory.mktemp("core"), "core_users", core_source())
     running = module.UsersServer(("127.0.0.1", 0), module.MemoryStore())
-    threading.Thread(target=running.serve_forever, args=(0.01,), daemon=True).start()
+    serve_in_a_thread(running)
     yield running
     stop_server(running)
 
@@ -6846,7 +6855,7 @@ def core_with_notes(tmp_path_factory):
     user_store = module.MemoryStore()
     running = module.UsersServer(("127.0.0.1", 0), [
         user_store, module.MemoryStore((), notes, user_store)])
-    threading.Thread(target=running.serve_forever, args=(0.01,), daemon=True).start()
+    serve_in_a_thread(running)
     yield running
     stop_server(running)
 
