@@ -434,7 +434,7 @@ def test_api_key_comes_from_the_environment_on_the_command_line():
         assert connection.getresponse().status == 401
         connection.close()
     finally:
-        process.terminate()
+        process.kill()  # a stop's own tests are below; SIGTERM waits for the serving loop
         _, stderr = process.communicate(timeout=10)  # read once it has ended: never a hang
     assert stderr.splitlines()[0] == (
         "Open http://127.0.0.1:%d/ in a browser to explore the API. Users are kept in "
@@ -2383,9 +2383,14 @@ def test_a_failed_request_changes_nothing(always_failing):
 
 def test_fail_rate_fails_about_that_share_of_requests(variant):
     running = start_server(variant, fail_rate=0.5)
+    connection = connect(running)  # one connection: http.client opens another if one closes
     try:
-        statuses = [call(running, "GET", "/users").status for _ in range(200)]
+        statuses = []
+        for _ in range(200):
+            connection.request("GET", "/users")
+            statuses.append(Reply(connection.getresponse()).status)
     finally:
+        connection.close()
         stop_server(running)
     assert set(statuses) == {200, 503}
     assert 60 <= statuses.count(503) <= 140
