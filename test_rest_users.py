@@ -256,7 +256,9 @@ control.close()
 signal.signal(signal.SIGCHLD, signal.SIG_DFL)
 report = socket.fromfd(fds[0], socket.AF_UNIX, socket.SOCK_SEQPACKET)
 pid = os.fork()
-if pid:  # the waiter
+if pid:  # the waiter, which holds none of the run's pipes
+    for fd in fds:
+        os.close(fd)
     report.send(b"%d" % pid)
     status = os.waitpid(pid, 0)[1]
     report.send(b"%d" % (-os.WTERMSIG(status) if os.WIFSIGNALED(status) else
