@@ -58,18 +58,27 @@ def start_server(variant="default", **options):
     "plain" one, which is the same without the speed-ups."""
     options.setdefault("quiet", True)
     server = rest_users.make_server("127.0.0.1", 0, plain=variant == "plain", **options)
-    threading.Thread(target=server.serve_forever, args=(0.01,), daemon=True).start()
+    serve_in_a_thread(server)
     return server
+
+
+def serve_in_a_thread(server):
+    """Serve from a daemon thread whose loop wakes for a connection, or twice a second to
+    see whether it is asked to stop: the dozens of servers the module keeps at once, each
+    woken a hundred times a second, would take a fifth of a CPU from the tests."""
+    threading.Thread(target=server.serve_forever, args=(0.5,), daemon=True).start()
 
 
 def stop_server(server):
     """Stop serving, then close. A connection wakes the serving loop at once, which would
-    otherwise see the request to stop only when its poll interval runs out."""
+    otherwise see the request to stop only when its poll interval runs out; one more is
+    made if the first came before the request to stop."""
     stopping = threading.Thread(target=server.shutdown)
     stopping.start()
-    with contextlib.suppress(OSError):
-        socket.create_connection(server.server_address[:2], timeout=1).close()
-    stopping.join()
+    while stopping.is_alive():
+        with contextlib.suppress(OSError):
+            socket.create_connection(server.server_address[:2], timeout=1).close()
+        stopping.join(0.01)
     server.server_close()
 
 
@@ -219,19 +228,156 @@ def assert_problem(reply, status, fmt="json"):
 
 # -- starting it ---------------------------------------------------------------------------
 
+# Python's start and its compiling of rest_users.py are most of what a run of the service
+# costs a test (0.3 s on CPython, more on PyPy): the tests' runs are forked from a process
+# that imported rest_users once and runs none of it. Each run is a process of its own, as
+# `python rest_users.py` is: its own pid, signals, exit status, environment, folder, argv,
+# stdout and stderr, ending with `sys.exit(main())`, the file's last line. A waiter forked
+# between them reports the run's pid and exit status, so runs may overlap. Tests that need
+# the file itself (a learner's copy, another user) still start it.
+FORK_SERVER = """import array, json, os, random, signal, socket, sys
+sys.path[0] = sys.argv[1]  # the file's folder, as for python rest_users.py
+import rest_users
+control = socket.fromfd(int(sys.argv[2]), socket.AF_UNIX, socket.SOCK_SEQPACKET)
+os.close(int(sys.argv[2]))
+signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the waiters are reaped as they end
+while True:
+    fds = array.array("i")
+    message, ancillary, _, _ = control.recvmsg(1 << 16, socket.CMSG_LEN(3 * fds.itemsize))
+    if not message:
+        sys.exit()  # the tests are done
+    for _, _, data in ancillary:
+        fds.frombytes(data)
+    if os.fork() == 0:
+        break
+    for fd in fds:
+        os.close(fd)
+control.close()
+signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+report = socket.fromfd(fds[0], socket.AF_UNIX, socket.SOCK_SEQPACKET)
+pid = os.fork()
+if pid:  # the waiter, which holds none of the run's pipes
+    for fd in fds:
+        os.close(fd)
+    report.send(b"%d" % pid)
+    status = os.waitpid(pid, 0)[1]
+    report.send(b"%d" % (-os.WTERMSIG(status) if os.WIFSIGNALED(status) else
+                         os.WEXITSTATUS(status)))
+    os._exit(0)
+report.close()
+for number, fd in enumerate(fds[1:], 1):  # stdout, stderr
+    os.dup2(fd, number)
+for fd in fds:
+    os.close(fd)
+run = json.loads(message.decode())
+os.chdir(run["cwd"])
+os.environ.clear()
+os.environ.update(run["env"])
+sys.argv = run["argv"]
+random.seed()  # as a new process seeds it (Python 3.7+ does this at a fork)
+sys.exit(rest_users.main())
+"""
+
+
+class ForkServer:
+    """A process that imported rest_users, forking a run of the service for each start."""
+
+    def __init__(self):
+        self.control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", FORK_SERVER, HERE, str(theirs.fileno())],
+            pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL)
+        theirs.close()
+
+    def start(self, args, env=None):
+        """Run rest_users.py with args, in its folder, with env (else this one's)."""
+        report, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        stdout, stderr = os.pipe(), os.pipe()  # (read end, write end)
+        given = [theirs.fileno(), stdout[1], stderr[1]]
+        run = {"argv": [os.path.join(HERE, "rest_users.py")] + list(args), "cwd": HERE,
+               "env": dict(os.environ if env is None else env)}
+        self.control.sendmsg([json.dumps(run).encode()],
+                             [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack("3i", *given))])
+        theirs.close()
+        os.close(stdout[1])
+        os.close(stderr[1])
+        return ForkedRun(report, stdout[0], stderr[0])
+
+    def close(self):
+        """End the process: it ends when its control socket closes."""
+        self.control.close()
+        self.process.wait(10)
+
+
+class ForkedRun:
+    """A run of the service forked by the ForkServer: the part of a Popen the tests use."""
+
+    def __init__(self, report, stdout, stderr):
+        self.report, self.returncode = report, None
+        self.pid = int(report.recv(16))
+        self.stdout, self.stderr = open(stdout), open(stderr)  # text, as universal_newlines
+
+    def send_signal(self, signum):
+        if self.returncode is None:
+            os.kill(self.pid, signum)
+
+    def terminate(self):
+        self.send_signal(signal.SIGTERM)
+
+    def kill(self):
+        self.send_signal(signal.SIGKILL)
+
+    def wait(self, timeout=None):
+        """The exit status, as Popen gives it: minus the signal that ended the run."""
+        if self.returncode is None:
+            self.report.settimeout(timeout)
+            self.returncode = int(self.report.recv(16))
+            self.report.close()
+        return self.returncode
+
+    def communicate(self, timeout=None):
+        """Read stdout and stderr to their ends, side by side, then wait for the exit."""
+        read = {}
+
+        def read_to_end(stream):
+            with stream:
+                read[stream] = stream.read()
+
+        readers = [threading.Thread(target=read_to_end, args=(stream,), daemon=True)
+                   for stream in (self.stdout, self.stderr)]
+        for reader in readers:
+            reader.start()
+        for reader in readers:
+            reader.join(timeout)
+            if reader.is_alive():
+                raise subprocess.TimeoutExpired("rest_users.py", timeout)
+        self.wait(timeout)
+        return read[self.stdout], read[self.stderr]
+
+
+@functools.lru_cache(maxsize=None)
+def fork_server():
+    """The module's one ForkServer, started when a test first runs the service."""
+    return ForkServer()
+
+
+def teardown_module():
+    if fork_server.cache_info().currsize:
+        fork_server().close()
+
+
 def run_service(*args, env=None):
     """Start rest_users.py as a process and return it with its first stdout line."""
-    process = subprocess.Popen([sys.executable, os.path.join(HERE, "rest_users.py")] + list(args),
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               universal_newlines=True, env=env, cwd=HERE)
+    process = fork_server().start(args, env)
     return process, process.stdout.readline()
 
 
 def run_to_exit(*args):
     """Run rest_users.py until it exits by itself: --help, or a start that must fail."""
-    return subprocess.run([sys.executable, "rest_users.py"] + list(args), cwd=HERE,
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          universal_newlines=True, timeout=10)
+    process = fork_server().start(args)
+    stdout, stderr = process.communicate(timeout=10)
+    return subprocess.CompletedProcess(args, process.returncode, stdout, stderr)
 
 
 def failed_start(capsys, *args):
@@ -290,7 +436,7 @@ def test_api_key_comes_from_the_environment_on_the_command_line():
         assert connection.getresponse().status == 401
         connection.close()
     finally:
-        process.terminate()
+        process.kill()  # a stop's own tests are below; SIGTERM waits for the serving loop
         _, stderr = process.communicate(timeout=10)  # read once it has ended: never a hang
     assert stderr.splitlines()[0] == (
         "Open http://127.0.0.1:%d/ in a browser to explore the API. Users are kept in "
@@ -1953,10 +2099,10 @@ def stall_and_reset(server, results):
 
 @pytest.fixture(scope="module")
 def stalled(variant):
-    """What a server with a 0.5 s timeout sends to stalled requests and logs, with and
-    without --quiet: the stalls run side by side, so all of this takes about half a second."""
+    """What a server with a 0.2 s timeout sends to stalled requests and logs, with and
+    without --quiet: the stalls run side by side, so all of this takes about 0.2 s."""
     results = {}
-    servers = {quiet: start_server(variant, timeout=0.5, quiet=quiet) for quiet in (False, True)}
+    servers = {quiet: start_server(variant, timeout=0.2, quiet=quiet) for quiet in (False, True)}
     logged = io.StringIO()
     with contextlib.redirect_stderr(logged):
         threads = [threading.Thread(target=stall_and_reset, args=(server, results.setdefault(quiet, {})))
@@ -1971,7 +2117,7 @@ def stalled(variant):
 
 
 TIMED_OUT = (b'{"type": "about:blank", "title": "Request Timeout", "status": 408, "detail": '
-             b'"The request stopped arriving: nothing came for 0.5 seconds."}')
+             b'"The request stopped arriving: nothing came for 0.2 seconds."}')
 
 
 @pytest.mark.parametrize("quiet", [False, True])
@@ -2239,9 +2385,14 @@ def test_a_failed_request_changes_nothing(always_failing):
 
 def test_fail_rate_fails_about_that_share_of_requests(variant):
     running = start_server(variant, fail_rate=0.5)
+    connection = connect(running)  # one connection: http.client opens another if one closes
     try:
-        statuses = [call(running, "GET", "/users").status for _ in range(200)]
+        statuses = []
+        for _ in range(200):
+            connection.request("GET", "/users")
+            statuses.append(Reply(connection.getresponse()).status)
     finally:
+        connection.close()
         stop_server(running)
     assert set(statuses) == {200, 503}
     assert 60 <= statuses.count(503) <= 140
@@ -3516,7 +3667,7 @@ class Browser:
         deadline = time.monotonic() + seconds
         while not self.run(script):
             assert time.monotonic() < deadline, "never true: " + script
-            time.sleep(0.05)
+            time.sleep(0.01)  # a look costs the page a millisecond; a longer wait, the test
 
     def close(self):
         self.process.kill()
@@ -4324,13 +4475,20 @@ def core_source():
 
 
 def module_from_source(tmp_path, name, source):
-    """Save source as NAME.py in tmp_path and import it as a module of its own."""
-    path = tmp_path / (name + ".py")
-    path.write_text(source, encoding="utf-8")
-    spec = importlib.util.spec_from_file_location(name, str(path))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    """Save source as NAME.py in tmp_path and import it as a module of its own; a test run
+    on more than one server imports the same NAME and source once (compiling a copy of
+    rest_users.py takes a tenth of a second, half a second on PyPy)."""
+    if (name, source) not in IMPORTED:
+        path = tmp_path / (name + ".py")
+        path.write_text(source, encoding="utf-8")
+        spec = importlib.util.spec_from_file_location(name, str(path))
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        IMPORTED[name, source] = module
+    return IMPORTED[name, source]
+
+
+IMPORTED = {}  # (name, source): module
 
 
 def names_used_but_not_bound(source):
@@ -4368,7 +4526,7 @@ def core(tmp_path_factory):
     """The core alone, as a module, serving on a free port with a MemoryStore."""
     module = module_from_source(tmp_path_factory.mktemp("core"), "core_users", core_source())
     running = module.UsersServer(("127.0.0.1", 0), module.MemoryStore())
-    threading.Thread(target=running.serve_forever, args=(0.01,), daemon=True).start()
+    serve_in_a_thread(running)
     yield running
     stop_server(running)
 
@@ -6197,12 +6355,9 @@ def test_a_broken_db_json_stops_the_start_with_one_line(tmp_path, capsys, conten
 
 def test_a_broken_db_json_on_the_command_line_exits_2(tmp_path):
     path = write_db_json(tmp_path, {"posts": [1, 2]})
-    result = subprocess.Popen([sys.executable, os.path.join(HERE, "rest_users.py"), "--port", "0",
-                               "--load", path], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              universal_newlines=True, cwd=HERE)
-    out, err = result.communicate(timeout=10)
-    assert (result.returncode, out) == (2, "")
-    assert len(err.splitlines()) == 1 and "posts" in err
+    result = run_to_exit("--port", "0", "--load", path)
+    assert (result.returncode, result.stdout) == (2, "")
+    assert len(result.stderr.splitlines()) == 1 and "posts" in result.stderr
 
 
 def test_an_empty_collection_and_an_empty_object_in_a_db_json_are_served(tmp_path):
@@ -6712,7 +6867,7 @@ def core_with_notes(tmp_path_factory):
     user_store = module.MemoryStore()
     running = module.UsersServer(("127.0.0.1", 0), [
         user_store, module.MemoryStore((), notes, user_store)])
-    threading.Thread(target=running.serve_forever, args=(0.01,), daemon=True).start()
+    serve_in_a_thread(running)
     yield running
     stop_server(running)
 
