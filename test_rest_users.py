@@ -9506,3 +9506,38 @@ def test_journal_drops_the_oldest_requests_past_its_bytes():
     assert [entry["method"] for entry in journal.entries()] == ["POST"]
     journal.clear()
     assert (journal.entries(), journal.size) == ([], 0)
+
+
+# -- srv-speed: the default server keeps the core's route for each path --
+
+def test_a_path_asked_before_an_edit_by_hand_finds_the_routes_of_the_edit(tmp_path, variant):
+    running, path = file_server(tmp_path, {"posts": [{"id": 1, "title": "a"}]}, variant)
+    try:
+        assert assert_problem(call(running, "GET", "/todos/1"), 404)["detail"] == (
+            "There is nothing at /todos/1; the posts are at /posts.")
+        assert call(running, "GET", "/posts/1").json() == {"id": 1, "title": "a"}
+        replace_by_hand(path, {"todos": [{"id": 1, "title": "t"}]})
+        assert served_within(running, "/todos/1", {"id": 1, "title": "t"})
+        assert assert_problem(call(running, "GET", "/posts/1"), 404)["detail"] == (
+            "There is nothing at /posts/1; the todos are at /todos.")
+    finally:
+        stop_server(running)
+
+
+def test_the_default_server_finds_a_paths_route_once_the_plain_one_each_time(monkeypatch,
+                                                                             variant):
+    found, core_find_route = [], rest_users.UsersHandler.find_route
+
+    def counted(handler, path):
+        found.append(path)
+        return core_find_route(handler, path)
+    monkeypatch.setattr(rest_users.UsersHandler, "find_route", counted)
+    running = start_server(variant, users=[{"name": "Ada", "email": "ada@example.com"}])
+    try:
+        for _ in range(3):
+            reply = call(running, "GET", "/users/1")
+            assert (reply.status, reply.json()) == (200, {
+                "id": 1, "name": "Ada", "email": "ada@example.com"})
+        assert found == ["/users/1"] * (1 if variant == "default" else 3)
+    finally:
+        stop_server(running)
