@@ -405,7 +405,7 @@ class Client:
             user_agent=user_agent, repeat_headers=repeat_headers,
             method_as_given=method_as_given, resolve=resolve, max_body=max_body, trace=trace)
 
-    def send(self, request, timeout=None, **changes):
+    def send(self, request, timeout=None, retries=None, trace=None, **changes):
         """Send the request; return (Response, None) when a reply came, else (None, error).
 
         Network, URL, header, timeout, TLS, proxy and file trouble never raises: the
@@ -414,6 +414,10 @@ class Client:
         no setting of the client has, is a mistake in the program, and raises TypeError at
         once. Any setting of the client (timeout=, trace=, and each appendix's: retries=,
         save_to=, auth=, proxy=, ...) may be given for this one request."""
+        if retries is not None:  # by position too, as code written for earlier releases gives it
+            changes["retries"] = retries
+        if trace is not None:
+            changes["trace"] = trace
         settings = self.settings_for(changes, timeout)
         response, error = self.attempts(request, settings)
         return self.outcome(response, error, settings)
@@ -681,10 +685,11 @@ def default_client():
     return DEFAULT_CLIENT
 
 
-def send(request, timeout=DEFAULT_TIMEOUT, **options):
+def send(request, timeout=DEFAULT_TIMEOUT, retries=0, trace=None, **options):
     """Send the request with the default client; see Client.send. (Response, None) when a
     reply came, else (None, error)."""
-    return (DEFAULT_CLIENT or default_client()).send(request, timeout, **options)
+    return (DEFAULT_CLIENT or default_client()).send(request, timeout, retries or None, trace,
+                                                      **options)
 
 
 def close():
