@@ -315,17 +315,21 @@ class ForkedRun:
 
     def __init__(self, report, stdout, stderr):
         self.report, self.returncode = report, None
+        report.settimeout(10)  # the waiter tells the pid at once: never a hang
         self.pid = int(report.recv(16))
         self.stdout, self.stderr = open(stdout), open(stderr)  # text, as universal_newlines
 
     def send_signal(self, signum):
+        """Send the run a signal, unless it has ended (its pid may be another's by then)."""
         if self.returncode is None:
             os.kill(self.pid, signum)
 
     def terminate(self):
+        """SIGTERM, as Popen.terminate."""
         self.send_signal(signal.SIGTERM)
 
     def kill(self):
+        """SIGKILL, as Popen.kill."""
         self.send_signal(signal.SIGKILL)
 
     def wait(self, timeout=None):
@@ -363,6 +367,7 @@ def fork_server():
 
 
 def teardown_module():
+    """End the ForkServer, if a test started it."""
     if fork_server.cache_info().currsize:
         fork_server().close()
 
@@ -4474,6 +4479,9 @@ def core_source():
     return source[:source.rindex("\n", 0, source.index(BANNER) - 1) + 1]
 
 
+IMPORTED = {}  # (name, source): module
+
+
 def module_from_source(tmp_path, name, source):
     """Save source as NAME.py in tmp_path and import it as a module of its own; a test run
     on more than one server imports the same NAME and source once (compiling a copy of
@@ -4486,9 +4494,6 @@ def module_from_source(tmp_path, name, source):
         spec.loader.exec_module(module)
         IMPORTED[name, source] = module
     return IMPORTED[name, source]
-
-
-IMPORTED = {}  # (name, source): module
 
 
 def names_used_but_not_bound(source):
