@@ -50,10 +50,10 @@ to the core by subclassing it and overriding hooks it leaves; none restates a de
     FileHandler, FileServer, FileKeptStore: `rest_users.py db.json` (read_item_body, next_id).
  D, E. ExplorerHandler (route_request) and OpenApiHandler add / and /openapi.json, derived
     from the routes and the resources' fields.
- F. FastHandler keeps the core's answers (format_for, render, page) and moves bytes with
-    fewer calls (read_head, write_bytes); FastMemoryStore indexes unique values (owner) and
-    references (candidates), and reads an unfiltered page while passes takes every item;
-    FastDbFile keeps each item's text in the file (encode).
+ F. FastHandler keeps the core's answers (find_route, format_for, render, page) and moves
+    bytes with fewer calls (read_head, write_bytes); FastMemoryStore indexes unique values
+    (owner) and references (candidates), and reads an unfiltered page while passes takes
+    every item; FastDbFile keeps each item's text in the file (encode).
  G. PlainHandler composes Appendices A to E; DefaultHandler puts F before them.
 
 Use it to learn, to test and as a fake API. http.server is not a hardened server: put a
@@ -6184,10 +6184,11 @@ class FastHandler(EdgeHandler):
         return kept.get(key) or kept.keep(key, super().page(query_string))
 
     def find_route(self, path):
-        """Keeps the core's route for each path, with the route table it came from (a
-        db.json edited by hand brings a new one): clients ask for the same paths again and
-        again. A path longer than MAX_KEPT_LINE is looked for each time: a bound on memory.
-        Measured: GET /users/1 in 6,400 fewer instructions (valgrind)."""
+        """Keeps the core's route for each path, with the route table it came from (a db.json
+        edited by hand, or a write that brings a new key, makes a new one): clients ask for
+        the same paths again and again. A path longer than MAX_KEPT_LINE is looked for each
+        time: a bound on memory. Measured: GET /users/1 in 6,400 fewer instructions of
+        174,000 (valgrind)."""
         routes, kept = self.server.routes, self.server.found_routes
         found = kept.get(path)
         if found is None or found[0] is not routes:
