@@ -3012,7 +3012,8 @@ class Journal:
     MAX_FIELDS = 8 * 1024  # characters of each request's header fields, names and values
 
     def __init__(self):
-        self.kept, self.size, self.lock = collections.deque(), 0, threading.Lock()
+        self.kept, self.size = collections.deque(maxlen=self.LIMIT), 0
+        self.lock = threading.Lock()
 
     def add(self, method, target, fields, body, status):
         """Keep one request, as it is answered: its method, target, header fields as (name,
@@ -3026,9 +3027,11 @@ class Journal:
         size = len(target) + len(body) + characters  # roughly its bytes
         self.lock.acquire()  # not `with`, which costs twice as much
         try:
+            if len(self.kept) == self.kept.maxlen:  # the oldest leaves as this one comes
+                self.size -= self.kept[0][-1]
             self.kept.append((method, target, fields, body, status, time.time(), size))
             self.size += size
-            while len(self.kept) > self.LIMIT or self.size > self.MAX_BYTES:
+            while self.size > self.MAX_BYTES:  # after requests with large bodies
                 self.size -= self.kept.popleft()[-1]
         finally:
             self.lock.release()
