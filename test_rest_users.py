@@ -20,6 +20,7 @@ import itertools
 import json
 import os
 import re
+import select
 import shlex
 import shutil
 import signal
@@ -73,6 +74,7 @@ def stop_server(server):
     """Stop serving, then close. A connection wakes the serving loop at once, which would
     otherwise see the request to stop only when its poll interval runs out; one more is
     made if the first came before the request to stop."""
+    close_kept(server.server_address[1])
     stopping = threading.Thread(target=server.shutdown)
     stopping.start()
     while stopping.is_alive():
@@ -144,17 +146,61 @@ def connect(server, timeout=5):
 
 
 def call(server, method, path, body=None, headers=None):
-    """Send one request on a new connection. A dict or list body is sent as JSON."""
+    """Send one request, on the connection this thread keeps to the server (a new one when
+    it has none open), as a browser or a client library would. A dict or list body is sent
+    as JSON."""
     headers = dict(headers or {})
     if isinstance(body, (dict, list)):
         body = json.dumps(body)
         headers.setdefault("Content-Type", "application/json")
-    connection = connect(server)
+    key = (threading.get_ident(), server.server_address[1])
+    with KEPT_LOCK:
+        connection = KEPT.pop(key, None)
+    if connection is not None and not still_open(connection):
+        connection.close()
+        connection = None
+    try:
+        response = send_on(connection or connect(server), method, path, body, headers)
+    except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
+        if connection is None:
+            raise
+        # The server closed the kept connection as the request went: once more on a new one
+        response = send_on(connect(server), method, path, body, headers)
+    reply = Reply(response)
+    if response.will_close:
+        response.connection.close()
+    else:
+        with KEPT_LOCK:
+            KEPT[key] = response.connection
+    return reply
+
+
+KEPT = {}  # (thread, port): the connection that thread keeps to the server on that port
+KEPT_LOCK = threading.Lock()
+
+
+def send_on(connection, method, path, body, headers):
+    """Send the request on the connection; its response, which knows its connection."""
     try:
         connection.request(method, path, body=body, headers=headers)
-        return Reply(connection.getresponse())
-    finally:
+        response = connection.getresponse()
+    except BaseException:
         connection.close()
+        raise
+    response.connection = connection
+    return response
+
+
+def still_open(connection):
+    """Whether a kept connection is open still: the server has sent nothing (no end)."""
+    return connection.sock is not None and not select.select([connection.sock], [], [], 0)[0]
+
+
+def close_kept(port):
+    """Close the connections every thread keeps to a port, as its server stops."""
+    with KEPT_LOCK:
+        for key in [key for key in KEPT if key[1] == port]:
+            KEPT.pop(key).close()
 
 
 def raw(server, data, timeout=5):
