@@ -6927,6 +6927,11 @@ def check_json_server_arguments(parser, options):
     """The options, once checked together: a usage error (exit 2) if they contradict."""
     if options.no_cors and options.cors:
         parser.error("argument --cors: not allowed with argument --no-cors")
+    for option, given, default in (("--id", options.id, "id"),
+                                   ("--foreign-key-suffix", options.foreign_key_suffix, "Id")):
+        if options.load and given != default:  # --load reads the file once, by its own rules
+            parser.error("argument %s: applies to a db.json served and kept (rest_users.py "
+                         "db.json), not to --load" % option)
     return options
 
 

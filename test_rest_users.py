@@ -9592,3 +9592,18 @@ def test_the_default_server_finds_a_paths_route_once_the_plain_one_each_time(mon
         assert found == ["/users/1"] * (1 if variant == "default" else 3)
     finally:
         stop_server(running)
+
+
+# -- lead: what a newcomer tripped on ---------------------------------------------------------
+
+@pytest.mark.parametrize("given, option", [(["--id", "_id"], "--id"),
+                                           (["--foreign-key-suffix", "_id"],
+                                            "--foreign-key-suffix")])
+def test_an_option_of_a_served_file_with_load_is_a_usage_error(capsys, given, option):
+    with pytest.raises(SystemExit) as exited:
+        rest_users.parse_arguments(["--load", "db.json"] + given)
+    assert exited.value.code == 2
+    assert capsys.readouterr().err.endswith(
+        "error: argument %s: applies to a db.json served and kept (rest_users.py db.json), "
+        "not to --load\n" % option)
+    assert rest_users.parse_arguments(["db.json"] + given).file == "db.json"
