@@ -3584,7 +3584,9 @@ class DbFile:
         items = {resource.collection: items_from_entries(
             resource, entries[resource.collection], self.path, "%s: " % resource.collection)
             for resource in resources}
-        for line in orphan_lines(resources, items, self.path) if warn else ():
+        lines = idless_lines(entries, self.id_key, self.path) + orphan_lines(resources, items,
+                                                                             self.path)
+        for line in lines if warn else ():
             print(line, file=sys.stderr, flush=True)
         return resources, items
 
@@ -3739,6 +3741,23 @@ def replace_file(path, pieces):
         with contextlib.suppress(OSError):
             os.unlink(temporary)
         raise
+
+
+def idless_lines(entries, id_key, source):
+    """A line per collection whose items lack an id: each is given one, which its first
+    write saves in the file, so a key that looks like the id (MongoDB's _id) is named."""
+    lines = []
+    for collection, items in entries.items():
+        idless = [item for item in items if isinstance(item, list) and
+                  not any(key == "id" for key, value in item)] if isinstance(items, list) else []
+        if idless:
+            likely = [key for key, value in idless[0] if key.lower() in ("_id", "uuid", "key")]
+            lines.append('%s: %s: %d of %d items have no "%s", and are given one, saved in the '
+                         'file at its first write%s' % (
+                             source, collection, len(idless), len(items), id_key, "".join(
+                                 '; is "%s" their id? then start with --id %s' % (key, key)
+                                 for key in likely[:1])))
+    return lines
 
 
 def orphan_lines(resources, items, source):

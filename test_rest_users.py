@@ -9607,3 +9607,26 @@ def test_an_option_of_a_served_file_with_load_is_a_usage_error(capsys, given, op
         "error: argument %s: applies to a db.json served and kept (rest_users.py db.json), "
         "not to --load\n" % option)
     assert rest_users.parse_arguments(["db.json"] + given).file == "db.json"
+
+
+def test_items_without_an_id_are_given_one_with_a_warning_that_names_a_likely_key(
+        tmp_path, capsys):
+    path = write_db_json(tmp_path, {"messages": [{"_id": "5f1a", "from": "ada"},
+                                                 {"_id": "5f1b", "from": "alan"}],
+                                    "notes": [{"id": 1, "text": "x"}, {"text": "y"}]})
+    running = start_server(file=path)
+    try:
+        assert capsys.readouterr().err == (
+            '%s: messages: 2 of 2 items have no "id", and are given one, saved in the file at '
+            'its first write; is "_id" their id? then start with --id _id\n'
+            '%s: notes: 1 of 2 items have no "id", and are given one, saved in the file at '
+            'its first write\n' % (path, path))
+    finally:
+        stop_server(running)
+    path = write_db_json(tmp_path, {"messages": [{"_id": "5f1a", "from": "ada"}]})
+    running = start_server(file=path, id="_id")
+    try:
+        assert capsys.readouterr().err == ""
+        assert call(running, "GET", "/messages/5f1a").json() == {"_id": "5f1a", "from": "ada"}
+    finally:
+        stop_server(running)
