@@ -76,6 +76,7 @@ import itertools
 import os
 import re
 import socket
+import stat  # loaded with os already
 import sys
 import threading
 import time
@@ -419,14 +420,18 @@ class Client:
         if trace is not None:
             changes["trace"] = trace
         settings = self.settings_for(changes, timeout)
-        response, error = self.attempts(request, settings)
-        return self.outcome(response, error, settings)
+        sender = self.sender_for(settings)
+        return sender.outcome(*sender.attempts(request, settings), settings)
 
     def settings_for(self, changes, timeout):
         """The client's settings with this request's changes."""
         if timeout is not None and timeout != self.settings.timeout:
             changes["timeout"] = timeout
         return self.settings.changed(changes) if changes else self.settings
+
+    def sender_for(self, settings):
+        """What sends with these settings: this client (the layered Client drops idle layers)."""
+        return self
 
     def attempts(self, request, settings):
         """Send the request as often as it takes: once, in the core (Retries sends again)."""
@@ -859,16 +864,11 @@ def file_size(body):
     """The bytes left in a regular file to send, or None (a pipe, an iterable)."""
     try:
         status = os.fstat(body.fileno())
-        if not S_ISREG(status.st_mode):
+        if not stat.S_ISREG(status.st_mode):
             return None
         return status.st_size - body.tell()
     except (AttributeError, OSError, ValueError):
         return None
-
-
-def S_ISREG(mode):
-    """Whether a file's mode is a regular file's (stat.S_ISREG, without importing stat)."""
-    return mode & 0o170000 == 0o100000
 
 
 # -- the connection ------------------------------------------------------------------------
@@ -948,7 +948,7 @@ class TimedReader(io.RawIOBase):
     def readinto(self, buffer):
         """Read what has come into buffer, waiting until the deadline at most."""
         keep_within(self.sock, self.deadline)
-        return self.raw.readinto(buffer)
+        return self.sock.recv_into(buffer)
 
     def close(self):
         """Let the socket go: it closes once its connection lets it go too."""
@@ -1041,8 +1041,8 @@ def with_body(head, raw, redirects=0):
         text = raw.decode(charset, errors="replace")
     except LookupError:  # a charset Python does not know
         text = raw.decode("utf-8", errors="replace")
-    return Response.made(head.status_code, text, head.headers,
-                         **dict(head.__dict__, content=raw, redirects=redirects))
+    return Response.made(head.status_code, text, head.headers, content=raw,
+                         redirects=redirects, **head.__dict__)
 
 
 def charset_of(content_type):
@@ -1363,6 +1363,11 @@ class Proxies(CoreClient):
         self.settings.proxy, self.settings.noproxy = proxy, noproxy
         self.environment, self.routes = environment_proxies(), {}
 
+    def in_use(self, settings):
+        """Whether a proxy may be on the way: proxy=, or the environment's."""
+        return bool(settings.proxy) or settings.proxy is None and bool(
+            set(self.environment) - {"no_proxy"})
+
     def route(self, url, settings):
         """The route, through the proxy for its host if there is one; kept for the next
         request to the same place."""
@@ -1541,6 +1546,10 @@ class Cookies(CoreClient):
     def __init__(self, *arguments, cookies=None, **settings):
         super().__init__(*arguments, **settings)
         self.settings.cookies = cookies
+
+    def in_use(self, settings):
+        """Whether there is a jar."""
+        return settings.cookies is not None
 
     def head_for(self, outgoing, route, settings):
         """The headers, with the jar's cookies for this URL (RFC 6265 §5.4)."""
@@ -1771,6 +1780,10 @@ class Downloads(CoreClient):
         self.settings.save_to, self.settings.progress = save_to, progress
         self.settings.save_errors = save_errors
 
+    def in_use(self, settings):
+        """Whether the body goes to a file."""
+        return settings.save_to is not None
+
     def settings_for(self, changes, timeout):
         """The settings, save_to as a Download of this request's."""
         settings = super().settings_for(changes, timeout)
@@ -1883,7 +1896,7 @@ class Download:
 def regular_or_missing(path):
     """Whether a path names a regular file or nothing yet (not a device, FIFO or folder)."""
     try:
-        return S_ISREG(os.stat(path).st_mode)
+        return stat.S_ISREG(os.stat(path).st_mode)
     except FileNotFoundError:
         return True
 
@@ -2058,6 +2071,10 @@ class Redirects(CoreClient):
                                                                        max_redirects)
         self.settings.keep_method, self.settings.auto_referer = keep_method, auto_referer
 
+    def in_use(self, settings):
+        """Whether redirects are followed."""
+        return bool(settings.follow_redirects)
+
     def next_request(self, outgoing, response, settings, hops):
         """The request that follows a redirect, or None when the reply is the answer."""
         if response.status_code not in REDIRECT_STATUSES:
@@ -2143,6 +2160,10 @@ class Retries(CoreClient):
         super().__init__(*arguments, **settings)
         self.settings.retries = retries
 
+    def in_use(self, settings):
+        """Whether a request may be sent again."""
+        return settings.retries > 0
+
     def attempts(self, request, settings):
         """Send the request, and again while retries and worth_retrying say so; the last
         result."""
@@ -2211,6 +2232,10 @@ class Verbose(CoreClient):
     """A client whose trace, a function, is given each line curl -v would show: the
     request's head and the reply's (credentials as ***), each retry and why; with a trace
     whose detailed is true, connections, tunnels, TLS and redirects too."""
+
+    def in_use(self, settings):
+        """Whether there is a trace."""
+        return settings.trace is not None
 
     def tell(self, settings, event, *details):
         """Tell the trace, and give it the event's lines."""
@@ -2343,6 +2368,30 @@ class Client(Retries, Redirects, ContentCodings, Downloads, Forms, Cookies, Cred
         resp, err = client.send(Request("GET", "/users"))
     """
 
+    sender = None  # what sends with the client's own settings, made at its first request
+
+    def sender_for(self, settings):
+        """This client with only the layers these settings use (in_use), so that a layer
+        turned off costs a request nothing: made once for the client's own settings, and
+        for each request's changes. A subclass's hooks need every layer: it sends itself."""
+        if type(self) is not Client:
+            return self
+        if settings is self.settings and self.sender is not None:
+            return self.sender
+        layers = tuple(layer for layer in Client.__bases__
+                       if getattr(layer, "in_use", None) is None or layer.in_use(self, settings))
+        sender = object.__new__(layered(layers))
+        sender.__dict__ = self.__dict__  # the same settings, pool and routes
+        if settings is self.settings:
+            self.sender = sender
+        return sender
+
+
+@functools.lru_cache(maxsize=None)
+def layered(layers):
+    """The Client made of these layers alone, in their order (at most one per subset)."""
+    return type("Client", layers or (CoreClient,), {"__doc__": Client.__doc__})
+
 
 # ---------------------------------------------------------------------------------------
 # Appendix M: the command line, curl's own lines (below), and this client's first form,
@@ -2350,7 +2399,6 @@ class Client(Retries, Redirects, ContentCodings, Downloads, Forms, Cookies, Cred
 # Download (save_to's), tls_context, retry_after and the cookie files' functions.
 # ---------------------------------------------------------------------------------------
 
-import stat
 
 def main(argv=None):
     """Run the command line: curl's form, or this client's first one (METHOD URL ...);
