@@ -143,8 +143,9 @@ class Response(namedtuple("Response", "status_code body headers")):
     raw_head = None  # the head's bytes as they came, when a trace was given
 
     @classmethod
-    def made(cls, status_code, body, headers, **details):
-        """A Response with the details above (url=, content=, ...) that differ from none."""
+    def made(cls, status_code, body, headers, details):
+        """A Response with the details above that differ from none, a dict ({"url": ...}):
+        not keywords, which cost a call a comparison with each parameter's name apiece."""
         response = cls(status_code, body, headers)
         response.__dict__.update(details)
         return response
@@ -1027,10 +1028,10 @@ def response_head(reply, url):
     lengths = dict.get(headers, spellings.get("content-length"))
     if lengths and (len(lengths) > 1 or "," in lengths[0]):
         set_one_length(reply, lengths, url)
-    return Response.made(reply.status, "", headers, url=url, reason=reply.reason,
-                         header_lines=lines,
-                         version="HTTP/1.0" if reply.version == 10 else "HTTP/1.1",
-                         from_proxy=reply.from_proxy, raw_head=getattr(reply, "raw_head", None))
+    return Response.made(reply.status, "", headers, {
+        "url": url, "reason": reply.reason, "header_lines": lines,
+        "version": "HTTP/1.0" if reply.version == 10 else "HTTP/1.1",
+        "from_proxy": reply.from_proxy, "raw_head": getattr(reply, "raw_head", None)})
 
 
 def with_body(head, raw, redirects=0):
@@ -1041,8 +1042,8 @@ def with_body(head, raw, redirects=0):
         text = raw.decode(charset, errors="replace")
     except LookupError:  # a charset Python does not know
         text = raw.decode("utf-8", errors="replace")
-    return Response.made(head.status_code, text, head.headers, content=raw,
-                         redirects=redirects, **head.__dict__)
+    return Response.made(head.status_code, text, head.headers,
+                         dict(head.__dict__, content=raw, redirects=redirects))
 
 
 def charset_of(content_type):
@@ -1928,8 +1929,8 @@ def saved(response, error, download):
         download.abandon()
         return None, error
     return Response.made(response.status_code, "", response.headers,
-                         **dict(response.__dict__, content=b"", saved_to=download.target,
-                                saved_size=download.size)), None
+                         dict(response.__dict__, content=b"", saved_to=download.target,
+                              saved_size=download.size)), None
 
 
 # ---------------------------------------------------------------------------------------
