@@ -5064,3 +5064,63 @@ def test_a_clients_send_takes_timeout_retries_and_trace_by_position(scripted):
         resp, err = client.send(Request("GET", url), 5, 1, lines.append)
     assert err is None and resp.status_code == 200 and scripted.attempts[key] == 2
     assert "> GET /flaky/%s?after=0&fails=1 HTTP/1.1" % key in lines
+
+
+# -- c-speed: a layer whose setting is off costs a request nothing --------------------------
+
+def layers_sending(client, **changes):
+    """The layers of what sends a request with these changes to the client's settings."""
+    sender = client.sender_for(client.settings_for(changes, None))
+    return [kind.__name__ for kind in type(sender).__mro__[1:-2]]
+
+
+def test_a_client_sends_with_only_the_layers_its_settings_use(monkeypatch, tmp_path):
+    clear_proxy_variables(monkeypatch)
+    client = rest_client.Client()
+    assert layers_sending(client) == ["Redirects", "ContentCodings", "Forms", "Credentials",
+                                      "TLS", "KeptConnections"]
+    assert client.sender_for(client.settings) is client.sender_for(client.settings)
+    assert layers_sending(client, retries=1, save_to=str(tmp_path / "file"),
+                          cookies=http.cookiejar.CookieJar(), proxy="http://proxy:3128",
+                          trace=print) == LAYERS
+    assert layers_sending(client, follow_redirects=None, proxy="") == [
+        "ContentCodings", "Forms", "Credentials", "TLS", "KeptConnections"]
+    monkeypatch.setenv("http_proxy", "http://proxy:3128")
+    assert "Proxies" in layers_sending(rest_client.Client())
+
+
+def test_a_kept_get_calls_no_hook_of_a_layer_turned_off(monkeypatch, scripted):
+    clear_proxy_variables(monkeypatch)
+    off = {rest_client.Retries, rest_client.Downloads, rest_client.Cookies, rest_client.Verbose,
+           rest_client.Proxies}
+    hooks = {function.__code__ for layer in off for function in vars(layer).values()
+             if callable(function) and function.__name__ not in ("__init__", "settings_for")}
+    # settings_for makes the settings that choose the layers, so it runs before the choice
+    called = []
+
+    def watch(frame, event, argument):
+        if event == "call" and frame.f_code.co_filename == rest_client.__file__:
+            called.append(frame.f_code)
+
+    with rest_client.Client(scripted.url) as client:
+        assert client.send(Request("GET", "/echo"))[1] is None  # the connection, kept
+        sys.setprofile(watch)
+        try:
+            resp, err = client.send(Request("GET", "/echo"))
+        finally:
+            sys.setprofile(None)
+    assert err is None and resp.status_code == 200
+    assert [code.co_name for code in called if code in hooks] == []
+    assert len(called) <= 67  # 74 when every layer had a hand in every request
+
+
+def test_a_subclass_of_the_client_keeps_its_own_hooks(scripted):
+    class Signed(rest_client.Client):
+        def add_headers(self, url, headers, spellings, settings):
+            super().add_headers(url, headers, spellings, settings)
+            headers["X-Signed"] = "yes"
+
+    with Signed(scripted.url) as client:
+        resp, err = client.send(Request("GET", "/echo"))
+    assert err is None and resp.status_code == 200
+    assert last_header(scripted, "X-Signed") == "yes"
