@@ -3973,6 +3973,7 @@ class CurlOutput(Download):
         """With -i or -I, write each reply's head, as it came, before its body; remember
         the last, for -w after a failure."""
         self.last_head, self.hops = response, self.hops + 1
+        self.check_length(response)
         if self.dump and not response.from_proxy:
             self.dump.write(response.head_bytes())
             self.dump.flush()
@@ -3985,6 +3986,21 @@ class CurlOutput(Download):
             self.complete_already = True  # is nothing after the end: curl keeps the file
         if self.heads and not response.from_proxy:
             self.write_bytes(response.head_bytes())
+
+    def check_length(self, response):
+        """-I: ReplyTooLarge for a reply whose Content-Length is past --max-filesize, as
+        curl refuses the file it describes (exit 63), its head written without its end."""
+        limit = curl_sizes(self.line, "max_filesize")[0]
+        length = response.headers.first("Content-Length")
+        if not (self.line.get("head") and limit is not None and length.isdigit()
+                and int(length) > limit):
+            return
+        head = response.head_bytes()[:-2]  # curl stops before the blank line
+        if self.dump:
+            self.dump.write(head)
+        if self.heads:
+            self.write_bytes(head)
+        raise ReplyTooLarge("Maximum file size exceeded")
 
     def check_limits(self, response):
         """SchemeRefused for a redirect -L would follow to a scheme --proto or --proto-redir

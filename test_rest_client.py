@@ -5124,3 +5124,13 @@ def test_a_subclass_of_the_client_keeps_its_own_hooks(scripted):
         resp, err = client.send(Request("GET", "/echo"))
     assert err is None and resp.status_code == 200
     assert last_header(scripted, "X-Signed") == "yes"
+
+
+# -- c-speed: -I with --max-filesize, as curl: the head, and exit 63 for a length too large --
+
+CURL_LINES.extend(lines(
+    "-sI --max-filesize 10 $URL/files/report.csv",
+    "-sSI --max-filesize 10 -w '%{exitcode}' $URL/files/report.csv",
+    "-sI --max-filesize 1k $URL/files/report.csv",
+    "-s --head --max-filesize 10 -D heads.txt $URL/files/report.csv",
+))
