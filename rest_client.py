@@ -20,8 +20,8 @@ list), and returns the reply, or the error that says what failed. A request trav
 through it so, each step a method of Client:
 
  1. send() hands the request to the default Client. Client.send applies this request's
-    changes to the client's settings (settings_for), makes its attempts (attempts: one, in
-    the core) and returns their outcome (outcome).
+    changes to the client's settings (settings_for); what sends with them (sender_for)
+    makes its attempts (attempts: one, in the core) and returns their outcome (outcome).
  2. attempt prepares the request (prepare: the method, URL and headers checked, the body
     built by body_for, add_headers's headers added) into an Outgoing, exchanges it, and
     asks next_request whether a redirect follows (none, in the core).
@@ -57,7 +57,7 @@ overrides the hooks named here, in the order of httpx's layers, from the connect
     keep_method=, auto_referer=; next_request).
  J. Retries of idempotent requests, with backoff and Retry-After (retries=; attempts).
  K. Verbose: what the client tells its trace, shown in curl -v's lines (tell, reply_class).
- L. Client: the core with every layer, in one list; send() uses it.
+ L. Client: the core with every layer in one list, sending with those in use; send()'s.
  M. The command line, on the public Client alone: curl's own command lines (python
     rest_client.py -fsSL URL -o file), with curl's meaning and exit statuses, and this
     client's first form, METHOD URL, where API_KEY in the environment becomes a Bearer
@@ -144,8 +144,8 @@ class Response(namedtuple("Response", "status_code body headers")):
 
     @classmethod
     def made(cls, status_code, body, headers, details):
-        """A Response with the details above that differ from none, a dict ({"url": ...}):
-        not keywords, which cost a call a comparison with each parameter's name apiece."""
+        """A Response with the details above that differ from none ({"url": ...}: a dict, as
+        keywords gathered by ** cost a call a comparison with each parameter's name apiece)."""
         response = cls(status_code, body, headers)
         response.__dict__.update(details)
         return response
