@@ -2382,8 +2382,8 @@ class Client(Retries, Redirects, ContentCodings, Downloads, Forms, Cookies, Cred
         layers = tuple(layer for layer in Client.__bases__
                        if getattr(layer, "in_use", None) is None or layer.in_use(self, settings))
         sender = object.__new__(layered(layers))
-        for name, value in vars(self).items():  # the same settings, pool and routes, each
-            setattr(sender, name, value)  # set, as Python keeps a few attributes fastest
+        for name, value in vars(self).items():  # the same settings, pool and routes, set
+            setattr(sender, name, value)  # one by one: CPython reads those fastest
         if settings is self.settings:
             self.sender = sender
         return sender
