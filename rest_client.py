@@ -20,8 +20,8 @@ list), and returns the reply, or the error that says what failed. A request trav
 through it so, each step a method of Client:
 
  1. send() hands the request to the default Client. Client.send applies this request's
-    changes to the client's settings (settings_for), makes its attempts (attempts: one, in
-    the core) and returns their outcome (outcome).
+    changes to the client's settings (settings_for); what sends with them (sender_for)
+    makes its attempts (attempts: one, in the core) and returns their outcome (outcome).
  2. attempt prepares the request (prepare: the method, URL and headers checked, the body
     built by body_for, add_headers's headers added) into an Outgoing, exchanges it, and
     asks next_request whether a redirect follows (none, in the core).
@@ -57,7 +57,7 @@ overrides the hooks named here, in the order of httpx's layers, from the connect
     keep_method=, auto_referer=; next_request).
  J. Retries of idempotent requests, with backoff and Retry-After (retries=; attempts).
  K. Verbose: what the client tells its trace, shown in curl -v's lines (tell, reply_class).
- L. Client: the core with every layer, in one list; send() uses it.
+ L. Client: the core with every layer in one list, sending with those in use; send()'s.
  M. The command line, on the public Client alone: curl's own command lines (python
     rest_client.py -fsSL URL -o file), with curl's meaning and exit statuses, and this
     client's first form, METHOD URL, where API_KEY in the environment becomes a Bearer
@@ -76,6 +76,7 @@ import itertools
 import os
 import re
 import socket
+import stat  # loaded with os already
 import sys
 import threading
 import time
@@ -142,8 +143,9 @@ class Response(namedtuple("Response", "status_code body headers")):
     raw_head = None  # the head's bytes as they came, when a trace was given
 
     @classmethod
-    def made(cls, status_code, body, headers, **details):
-        """A Response with the details above (url=, content=, ...) that differ from none."""
+    def made(cls, status_code, body, headers, details):
+        """A Response with the details above that differ from none ({"url": ...}: a dict, as
+        keywords gathered by ** cost a call a comparison with each parameter's name apiece)."""
         response = cls(status_code, body, headers)
         response.__dict__.update(details)
         return response
@@ -419,14 +421,18 @@ class Client:
         if trace is not None:
             changes["trace"] = trace
         settings = self.settings_for(changes, timeout)
-        response, error = self.attempts(request, settings)
-        return self.outcome(response, error, settings)
+        sender = self.sender_for(settings)
+        return sender.outcome(*sender.attempts(request, settings), settings)
 
     def settings_for(self, changes, timeout):
         """The client's settings with this request's changes."""
         if timeout is not None and timeout != self.settings.timeout:
             changes["timeout"] = timeout
         return self.settings.changed(changes) if changes else self.settings
+
+    def sender_for(self, settings):
+        """What sends with these settings: this client (the layered Client drops idle layers)."""
+        return self
 
     def attempts(self, request, settings):
         """Send the request as often as it takes: once, in the core (Retries sends again)."""
@@ -859,16 +865,11 @@ def file_size(body):
     """The bytes left in a regular file to send, or None (a pipe, an iterable)."""
     try:
         status = os.fstat(body.fileno())
-        if not S_ISREG(status.st_mode):
+        if not stat.S_ISREG(status.st_mode):
             return None
         return status.st_size - body.tell()
     except (AttributeError, OSError, ValueError):
         return None
-
-
-def S_ISREG(mode):
-    """Whether a file's mode is a regular file's (stat.S_ISREG, without importing stat)."""
-    return mode & 0o170000 == 0o100000
 
 
 # -- the connection ------------------------------------------------------------------------
@@ -948,7 +949,7 @@ class TimedReader(io.RawIOBase):
     def readinto(self, buffer):
         """Read what has come into buffer, waiting until the deadline at most."""
         keep_within(self.sock, self.deadline)
-        return self.raw.readinto(buffer)
+        return self.sock.recv_into(buffer)
 
     def close(self):
         """Let the socket go: it closes once its connection lets it go too."""
@@ -1027,10 +1028,10 @@ def response_head(reply, url):
     lengths = dict.get(headers, spellings.get("content-length"))
     if lengths and (len(lengths) > 1 or "," in lengths[0]):
         set_one_length(reply, lengths, url)
-    return Response.made(reply.status, "", headers, url=url, reason=reply.reason,
-                         header_lines=lines,
-                         version="HTTP/1.0" if reply.version == 10 else "HTTP/1.1",
-                         from_proxy=reply.from_proxy, raw_head=getattr(reply, "raw_head", None))
+    return Response.made(reply.status, "", headers, {
+        "url": url, "reason": reply.reason, "header_lines": lines,
+        "version": "HTTP/1.0" if reply.version == 10 else "HTTP/1.1",
+        "from_proxy": reply.from_proxy, "raw_head": getattr(reply, "raw_head", None)})
 
 
 def with_body(head, raw, redirects=0):
@@ -1042,7 +1043,7 @@ def with_body(head, raw, redirects=0):
     except LookupError:  # a charset Python does not know
         text = raw.decode("utf-8", errors="replace")
     return Response.made(head.status_code, text, head.headers,
-                         **dict(head.__dict__, content=raw, redirects=redirects))
+                         dict(head.__dict__, content=raw, redirects=redirects))
 
 
 def charset_of(content_type):
@@ -1363,6 +1364,11 @@ class Proxies(CoreClient):
         self.settings.proxy, self.settings.noproxy = proxy, noproxy
         self.environment, self.routes = environment_proxies(), {}
 
+    def in_use(self, settings):
+        """Whether a proxy may be on the way: proxy=, or the environment's."""
+        return bool(settings.proxy) or settings.proxy is None and bool(
+            set(self.environment) - {"no_proxy"})
+
     def route(self, url, settings):
         """The route, through the proxy for its host if there is one; kept for the next
         request to the same place."""
@@ -1541,6 +1547,10 @@ class Cookies(CoreClient):
     def __init__(self, *arguments, cookies=None, **settings):
         super().__init__(*arguments, **settings)
         self.settings.cookies = cookies
+
+    def in_use(self, settings):
+        """Whether there is a jar."""
+        return settings.cookies is not None
 
     def head_for(self, outgoing, route, settings):
         """The headers, with the jar's cookies for this URL (RFC 6265 §5.4)."""
@@ -1771,6 +1781,10 @@ class Downloads(CoreClient):
         self.settings.save_to, self.settings.progress = save_to, progress
         self.settings.save_errors = save_errors
 
+    def in_use(self, settings):
+        """Whether the body goes to a file."""
+        return settings.save_to is not None
+
     def settings_for(self, changes, timeout):
         """The settings, save_to as a Download of this request's."""
         settings = super().settings_for(changes, timeout)
@@ -1883,7 +1897,7 @@ class Download:
 def regular_or_missing(path):
     """Whether a path names a regular file or nothing yet (not a device, FIFO or folder)."""
     try:
-        return S_ISREG(os.stat(path).st_mode)
+        return stat.S_ISREG(os.stat(path).st_mode)
     except FileNotFoundError:
         return True
 
@@ -1915,8 +1929,8 @@ def saved(response, error, download):
         download.abandon()
         return None, error
     return Response.made(response.status_code, "", response.headers,
-                         **dict(response.__dict__, content=b"", saved_to=download.target,
-                                saved_size=download.size)), None
+                         dict(response.__dict__, content=b"", saved_to=download.target,
+                              saved_size=download.size)), None
 
 
 # ---------------------------------------------------------------------------------------
@@ -2058,6 +2072,10 @@ class Redirects(CoreClient):
                                                                        max_redirects)
         self.settings.keep_method, self.settings.auto_referer = keep_method, auto_referer
 
+    def in_use(self, settings):
+        """Whether redirects are followed."""
+        return bool(settings.follow_redirects)
+
     def next_request(self, outgoing, response, settings, hops):
         """The request that follows a redirect, or None when the reply is the answer."""
         if response.status_code not in REDIRECT_STATUSES:
@@ -2143,6 +2161,10 @@ class Retries(CoreClient):
         super().__init__(*arguments, **settings)
         self.settings.retries = retries
 
+    def in_use(self, settings):
+        """Whether a request may be sent again."""
+        return settings.retries > 0
+
     def attempts(self, request, settings):
         """Send the request, and again while retries and worth_retrying say so; the last
         result."""
@@ -2211,6 +2233,10 @@ class Verbose(CoreClient):
     """A client whose trace, a function, is given each line curl -v would show: the
     request's head and the reply's (credentials as ***), each retry and why; with a trace
     whose detailed is true, connections, tunnels, TLS and redirects too."""
+
+    def in_use(self, settings):
+        """Whether there is a trace."""
+        return settings.trace is not None
 
     def tell(self, settings, event, *details):
         """Tell the trace, and give it the event's lines."""
@@ -2343,6 +2369,31 @@ class Client(Retries, Redirects, ContentCodings, Downloads, Forms, Cookies, Cred
         resp, err = client.send(Request("GET", "/users"))
     """
 
+    sender = None  # what sends with the client's own settings, made at its first request
+
+    def sender_for(self, settings):
+        """This client with only the layers these settings use (in_use), so that a layer
+        turned off costs a request nothing: made once for the client's own settings, and
+        for each request's changes. A subclass's hooks need every layer: it sends itself."""
+        if type(self) is not Client:
+            return self
+        if settings is self.settings and self.sender is not None:
+            return self.sender
+        layers = tuple(layer for layer in Client.__bases__
+                       if getattr(layer, "in_use", None) is None or layer.in_use(self, settings))
+        sender = object.__new__(layered(layers))
+        for name, value in vars(self).items():  # the same settings, pool and routes, set
+            setattr(sender, name, value)  # one by one: CPython reads those fastest
+        if settings is self.settings:
+            self.sender = sender
+        return sender
+
+
+@functools.lru_cache(maxsize=None)
+def layered(layers):
+    """The Client made of these layers alone, in their order (at most one per subset)."""
+    return type("Client", layers or (CoreClient,), {"__doc__": Client.__doc__})
+
 
 # ---------------------------------------------------------------------------------------
 # Appendix M: the command line, curl's own lines (below), and this client's first form,
@@ -2350,7 +2401,6 @@ class Client(Retries, Redirects, ContentCodings, Downloads, Forms, Cookies, Cred
 # Download (save_to's), tls_context, retry_after and the cookie files' functions.
 # ---------------------------------------------------------------------------------------
 
-import stat
 
 def main(argv=None):
     """Run the command line: curl's form, or this client's first one (METHOD URL ...);
@@ -3923,6 +3973,7 @@ class CurlOutput(Download):
         """With -i or -I, write each reply's head, as it came, before its body; remember
         the last, for -w after a failure."""
         self.last_head, self.hops = response, self.hops + 1
+        self.check_length(response)
         if self.dump and not response.from_proxy:
             self.dump.write(response.head_bytes())
             self.dump.flush()
@@ -3935,6 +3986,21 @@ class CurlOutput(Download):
             self.complete_already = True  # is nothing after the end: curl keeps the file
         if self.heads and not response.from_proxy:
             self.write_bytes(response.head_bytes())
+
+    def check_length(self, response):
+        """-I: ReplyTooLarge for a reply whose Content-Length is past --max-filesize, as
+        curl refuses the file it describes (exit 63), its head written without its end."""
+        limit = curl_sizes(self.line, "max_filesize")[0]
+        length = response.headers.first("Content-Length")
+        if not (self.line.get("head") and limit is not None and length.isdigit()
+                and int(length) > limit):
+            return
+        head = response.head_bytes()[:-2]  # curl stops before the blank line
+        if self.dump:
+            self.dump.write(head)
+        if self.heads:
+            self.write_bytes(head)
+        raise ReplyTooLarge("Maximum file size exceeded")
 
     def check_limits(self, response):
         """SchemeRefused for a redirect -L would follow to a scheme --proto or --proto-redir

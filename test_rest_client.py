@@ -5064,3 +5064,82 @@ def test_a_clients_send_takes_timeout_retries_and_trace_by_position(scripted):
         resp, err = client.send(Request("GET", url), 5, 1, lines.append)
     assert err is None and resp.status_code == 200 and scripted.attempts[key] == 2
     assert "> GET /flaky/%s?after=0&fails=1 HTTP/1.1" % key in lines
+
+
+# -- c-speed: a layer whose setting is off costs a request nothing --------------------------
+
+def layers_sending(client, **changes):
+    """The layers of what sends a request with these changes to the client's settings."""
+    sender = client.sender_for(client.settings_for(changes, None))
+    return [kind.__name__ for kind in type(sender).__mro__[1:-2]]
+
+
+def test_a_client_sends_with_only_the_layers_its_settings_use(monkeypatch, tmp_path):
+    clear_proxy_variables(monkeypatch)
+    client = rest_client.Client()
+    assert layers_sending(client) == ["Redirects", "ContentCodings", "Forms", "Credentials",
+                                      "TLS", "KeptConnections"]
+    assert client.sender_for(client.settings) is client.sender_for(client.settings)
+    assert layers_sending(client, retries=1, save_to=str(tmp_path / "file"),
+                          cookies=http.cookiejar.CookieJar(), proxy="http://proxy:3128",
+                          trace=print) == LAYERS
+    assert layers_sending(client, follow_redirects=None, proxy="") == [
+        "ContentCodings", "Forms", "Credentials", "TLS", "KeptConnections"]
+    monkeypatch.setenv("http_proxy", "http://proxy:3128")
+    assert "Proxies" in layers_sending(rest_client.Client())
+
+
+def test_a_kept_get_calls_no_hook_of_a_layer_turned_off(monkeypatch, scripted):
+    clear_proxy_variables(monkeypatch)
+    kinds = [rest_client.CoreClient, rest_client.Client] + list(rest_client.Client.__bases__)
+    hooks = {function.__code__: "%s.%s" % (kind.__name__, name) for kind in kinds
+             for name, function in vars(kind).items() if hasattr(function, "__code__")}
+    called = []
+
+    def watch(frame, event, argument):
+        if event == "call" and frame.f_code in hooks:
+            called.append(hooks[frame.f_code])
+
+    with rest_client.Client(scripted.url) as client:
+        assert client.send(Request("GET", "/echo"))[1] is None  # the connection, kept
+        sys.setprofile(watch)
+        try:
+            resp, err = client.send(Request("GET", "/echo"))
+        finally:
+            sys.setprofile(None)
+    assert err is None and resp.status_code == 200
+    # 33 calls when every layer had a hand in every request (Retries' attempts, Cookies'
+    # head_for and replied, Verbose's reply_class, Downloads' replied, body_limit,
+    # body_pieces, keep_body and outcome); settings_for makes the settings that choose the
+    # layers, so Downloads' runs before the choice
+    assert called == [
+        "Client.send", "Downloads.settings_for", "Client.settings_for", "Client.sender_for",
+        "Client.attempts", "Client.attempt", "Client.prepare", "ContentCodings.add_headers",
+        "Credentials.add_headers", "Client.add_headers", "Client.exchange", "TLS.route",
+        "Client.route", "Client.head_for", "KeptConnections.send_on_connection",
+        "Client.send_request", "Client.reply_class", "Client.replied", "Client.read_body",
+        "Client.body_limit", "Client.body_pieces", "ContentCodings.decoded",
+        "Client.keep_body", "KeptConnections.release", "Redirects.next_request",
+        "Client.outcome"]
+
+
+def test_a_subclass_of_the_client_keeps_its_own_hooks(scripted):
+    class Signed(rest_client.Client):
+        def add_headers(self, url, headers, spellings, settings):
+            super().add_headers(url, headers, spellings, settings)
+            headers["X-Signed"] = "yes"
+
+    with Signed(scripted.url) as client:
+        resp, err = client.send(Request("GET", "/echo"))
+    assert err is None and resp.status_code == 200
+    assert last_header(scripted, "X-Signed") == "yes"
+
+
+# -- c-speed: -I with --max-filesize, as curl: the head, and exit 63 for a length too large --
+
+CURL_LINES.extend(lines(
+    "-sI --max-filesize 10 $URL/files/report.csv",
+    "-sSI --max-filesize 10 -w '%{exitcode}' $URL/files/report.csv",
+    "-sI --max-filesize 1k $URL/files/report.csv",
+    "-s --head --max-filesize 10 -D heads.txt $URL/files/report.csv",
+))
