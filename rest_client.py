@@ -7,7 +7,7 @@ One call sends one request and never raises for network trouble: it returns
     from rest_client import Method, Request, send
 
     resp, err = send(Request(Method.GET, "http://127.0.0.1:8000/users",
-                             params={"sort": "-name", "limit": "10"}), timeout=5, retries=2)
+                             params={"sort": "-name", "limit": "10"}), timeout=5)
     if err is not None:
         print("no reply:", err)
     else:
