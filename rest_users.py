@@ -6634,6 +6634,7 @@ from os import environ
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
+STOP_SEEN_WITHIN = 0.1  # seconds: how often serving looks for a stop asked (Ctrl-C, SIGTERM)
 
 
 class PlainHandler(TeachingHandler, ExplorerHandler, OpenApiHandler, FileHandler,
@@ -7028,7 +7029,7 @@ def main(argv=None):
     stop_asked = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda signum, frame: stop_asked.set())
-    threading.Thread(target=server.serve_forever).start()
+    threading.Thread(target=server.serve_forever, args=(STOP_SEEN_WITHIN,)).start()
     while not stop_asked.wait(1):
         pass  # in steps of a second: Windows runs a signal handler only between them
     server.shutdown()
