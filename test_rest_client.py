@@ -3629,12 +3629,11 @@ CURL_LINES = lines(
 WORKERS = 4  # lines run at once
 
 
-@pytest.fixture(scope="module", autouse=True)
+@pytest.fixture(scope="module")
 def ran(request, tmp_path_factory):
     """For each table line this session runs, a future of what curl and the client did:
     WORKERS lines at a time, each on two sets of servers and a ForkServer of its own.
-    Started with the module's first test, so that the lines' processes run while the
-    module's other tests do."""
+    Started with the first line's test: the lines after it are run while it waits."""
     chosen = [(item.callspec.params["line"], item.callspec.params["stdin"])
               for item in request.session.items  # in the order the tests will ask
               if getattr(item, "originalname", None) == "test_a_curl_line_does_what_curl_does"
