@@ -704,7 +704,8 @@ USERS = Resource("users", [
           example="Ada Lovelace"),
     Field("email", required=True, unique=True, ignores_case=True, max_length=MAX_EMAIL_LENGTH,
           check=check_email, schema={"minLength": 3, "pattern": "^%s@%s$" % (
-              PATTERN_EMAIL_PART, PATTERN_EMAIL_PART)}, example="ada@example.com"),
+              PATTERN_EMAIL_PART, PATTERN_EMAIL_PART)},
+          example="ada@example.com"),
 ])
 
 RESOURCES = [USERS]  # the resources served: append a declaration here, and it is served
@@ -1369,8 +1370,6 @@ class UsersServer(ThreadingMixIn, HTTPServer):
     vary = "Accept"  # what a response depends on, besides the path: the format asked for
 
     def __init__(self, address, stores=None, *, api_key=None):
-        if isinstance(stores, type):  # http.server's own call: UsersServer(address, UsersHandler)
-            self.handler_class, stores = stores, None
         if stores is None:  # the declared RESOURCES, in memory
             stores = memory_stores(RESOURCES)
         stores = list(stores) if isinstance(stores, (list, tuple)) else [stores]  # or one

@@ -7075,20 +7075,6 @@ def test_a_resource_appended_to_the_list_is_served_by_the_core_alone(tmp_path):
         stop_server(running)
 
 
-def test_the_core_takes_http_servers_own_call_with_a_handler_class(tmp_path):
-    """UsersServer(address, UsersHandler), as HTTPServer is called, serves the declared
-    resources with that handler."""
-    module = module_from_source(tmp_path, "core_users", core_source())
-    running = module.UsersServer(("127.0.0.1", 0), module.UsersHandler)
-    serve_in_a_thread(running)
-    try:
-        reply = call(running, "POST", "/users", {"name": "Ada Lovelace", "email": "ada@example.com"})
-        assert (reply.status, reply.json()) == (201, ADA)
-        assert running.RequestHandlerClass is module.UsersHandler
-    finally:
-        stop_server(running)
-
-
 PASSES = '"""Whether an item passes every Filter, and has q in a searched field."""'
 HIDING = PASSES + '\n        if has_text(self.resource, item, "hidden"):\n            return False'
 
