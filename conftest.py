@@ -19,6 +19,7 @@ import signal
 import struct
 import sys
 import threading
+import traceback
 import warnings
 
 import pytest
@@ -117,6 +118,7 @@ def work(session, chunks, queue_pipe, out):
             config.hook.pytest_runtest_protocol(item=item, nextitem=next_item)
             item = next_item
     except BaseException:
+        traceback.print_exc()  # pytest's own failure, not a test's: the parent fails the rest
         status = 3
     finally:
         for stream in (out, sys.stdout, sys.stderr):
@@ -127,7 +129,7 @@ def work(session, chunks, queue_pipe, out):
 # -- in the parent ---------------------------------------------------------------------------
 
 def read_lines(worker, pipe, results):
-    """A thread a worker: pass each line the worker sends on, then None."""
+    """In a thread of its own: pass on each message a worker sends, then None at its end."""
     with os.fdopen(pipe) as lines:
         for line in lines:
             results.put((worker, json.loads(line)))
