@@ -3119,8 +3119,9 @@ class FakeApi:
         else:
             entries = [list(user.items()) if isinstance(user, dict) else user
                        for user in users or []]
-            self.items = {"users": items_from_entries(self.resource("users"), entries,
-                                                      "users=")} if entries else {}
+            first = self.resources[0]  # users, unless a learner serves others
+            self.items = {first.collection: items_from_entries(first, entries, "users=")
+                          } if entries else {}
 
     def resource(self, collection):
         """The resource of a collection that is served; a ValueError if none is."""
@@ -3133,7 +3134,8 @@ class FakeApi:
         """The items of a --load file, by collection: an array is users', an object holds
         the collections of json-server's db.json."""
         if not isinstance(document, ObjectPairs):
-            return {"users": items_from_entries(self.resource("users"), document, source)}
+            first = self.resources[0]  # users, unless a learner serves others
+            return {first.collection: items_from_entries(first, document, source)}
         self.resources, entries = resources_from_file(document, self.resources, source)
         items = {resource.collection: items_from_entries(
             resource, entries[resource.collection], source, "%s: " % resource.collection)
@@ -3142,10 +3144,10 @@ class FakeApi:
         return items
 
     def starting_items(self, resource):
-        """The loaded items, then for users the fake ones after them (ValueError if they
-        share a unique value)."""
+        """The loaded items, then, for a resource whose fields say how to fake them (users'),
+        the fake ones after them (ValueError if they share a unique value)."""
         loaded = self.items.get(resource.collection, [])
-        if resource.collection != "users" or not self.fake_users:
+        if not self.fake_users or not any(field.fake for field in resource.fields):
             return loaded
         first_id = max([item.id for item in loaded], default=0) + 1
         fakes = [fake_item(resource, item_id)
@@ -5266,7 +5268,7 @@ async function write(method) {
 async function tour() {
   const email = "tour-" + Date.now() + "@example.com";
   byId("exchanges").append(element("li", "The tour: one user, every verb.", "note"));
-  const created = await exchange("POST", "/users", { body: userBody({ name: "Tour Guide", email }), note: notes().POST, tourStep: "POST" });
+  const created = await exchange("POST", PATH, { body: userBody({ name: "Tour Guide", email }), note: notes().POST, tourStep: "POST" });
   const path = created.response.headers.get("Location");
   if (!created.response.ok || !path) return;
   const read = await exchange("GET", path, { note: notes().GET, tourStep: "GET" });
@@ -5421,6 +5423,13 @@ def user_input(field):
 
 TOUR_BUTTON = ('<div class="buttons"><button id="tour-button" type="button">Take the guided tour '
                '(POST, GET, PUT, PATCH, DELETE)</button></div>')
+
+
+def offers_tour(resource):
+    """Whether the tour can run on a resource: it writes a name and an email, so these must
+    be its fields and all that an item needs."""
+    required = {field.name for field in resource.fields if field.required}
+    return not resource.singular and required <= {"name", "email"} <= set(resource.field_names)
 LIST_FORM = """<form id="list-form" class="grid">
 <div><label for="sort">Sort by</label><select id="sort">
 {sort_options}</select></div>
@@ -5480,8 +5489,7 @@ def explorer_template(resource, resources):
         ("user_inputs", "\n".join(map(user_input, resource.fields))),
         ("write_buttons", write_buttons(resource)),
         ("item_path", html.escape(item_path(resource))),
-        ("resource_links", links), ("tour_button", TOUR_BUTTON if {"name", "email"} <= set(
-            resource.field_names) else ""),
+        ("resource_links", links), ("tour_button", TOUR_BUTTON if offers_tour(resource) else ""),
         ("Items", as_text(resource.collection.capitalize())),
         ("items", as_text(resource.collection)), ("path", html.escape(resource.path)),
         ("an_item", as_text(a_or_an(resource.item))), ("item", as_text(resource.item)),
@@ -5610,7 +5618,7 @@ def options_of(found, resources):
     named after its path's words."""
     if found.resource is None:
         tag = next((described_action(found, name, resources).tag
-                    for name in found.actions.values()), "users")
+                    for name in found.actions.values()), main_tag(resources))
         return options_operation(OPTIONS_IDS.get(found.path) or "options" + camel_case(
             re.findall("[A-Za-z0-9]+", found.path)), "What %s takes" % found.path, tag)
     words, listed = Words(found.resource, found.parent, resources), "POST" in found.actions
@@ -5634,16 +5642,22 @@ def camel_case(words):
     return "".join(word.capitalize() for word in words)
 
 
+def main_tag(resources):
+    """The tag of what is under no resource of its own: the first resource served's."""
+    return (resources[0] if resources else USERS).collection
+
+
 def described_action(found, name, resources=()):
     """The entry for the method that answers on a route: its resource's action, or one of
     OPERATIONS; for one neither has (a route a learner added), an entry made from the
-    method's name, under /users as most are."""
+    method's name, under the first resource served, as most are."""
     if found.resource is not None and name in RESOURCE_OPERATIONS:
         return RESOURCE_OPERATIONS[name](Words(found.resource, found.parent, resources))
     if name in OPERATIONS:
         return OPERATIONS[name]
     words = name.split("_")
-    return described(words[0] + camel_case(words[1:]), " ".join(words).capitalize(), "users",
+    return described(words[0] + camel_case(words[1:]), " ".join(words).capitalize(),
+                     main_tag(resources),
                      {"200": {"description": "Done"}}, ("401", "503"),
                      head=("head" + camel_case(words), "Its headers"))
 
@@ -5784,8 +5798,9 @@ def describe_action(name, words):
 
 
 DESCRIPTIONS = {  # what a viewer shows under each operation's summary
-    "getIndex": 'Where things are: {"users": "/users"}, in JSON or XML. A browser, which ranks '
-                "text/html first, gets the explorer page instead.",
+    "getIndex": 'Where things are: each resource\'s path by its name, such as {"users": '
+                '"/users"}, in JSON or XML. A browser, which ranks text/html first, gets the '
+                "explorer page instead.",
     "headIndex": "The headers GET / would send, without the body.",
     "optionsIndex": "The methods / takes, in Allow.",
     "getOpenApi": "This OpenAPI 3.1 document, open without the key.",
@@ -5795,7 +5810,7 @@ DESCRIPTIONS = {  # what a viewer shows under each operation's summary
              "singular resource its object, as json-server's GET /db and its db.json.",
     "headDb": "The headers GET /db would send, without the body.",
     "optionsDb": "The methods /db takes, in Allow.",
-    "resetUsers": "Puts the users back to those the server started with (--fake-users, "
+    "resetUsers": "Puts every resource back to the items the server started with (--fake-users, "
                   "--load), new ids continuing after them, and empties the journal: a known "
                   "state for each end-to-end test. A database file is not reset (409).",
     "optionsReset": "The methods /__admin/reset takes, in Allow. No CORS: a page on another "
@@ -5809,7 +5824,7 @@ DESCRIPTIONS = {  # what a viewer shows under each operation's summary
 }
 
 
-def operation(operation_id, summary, answers, *, auth, tag="users", parameters=(), body=None,
+def operation(operation_id, summary, answers, *, auth, tag, parameters=(), body=None,
               description=None):
     """One operation; `auth` marks it as needing the Bearer token, and every other one says
     it is open with an empty security list, as OpenAPI tools expect."""
@@ -5833,7 +5848,7 @@ def head_operation(get, operation_id, summary, description=None):
                 description=description or DESCRIPTIONS.get(operation_id, summary))
 
 
-def options_operation(operation_id, summary, tag="users", description=None):
+def options_operation(operation_id, summary, tag, description=None):
     """OPTIONS: 204 with Allow, never behind the key."""
     return operation(operation_id, summary, description=description, answers=dict(
         {"204": {"description": "The methods this path takes", "headers": header_refs("Allow")},
@@ -5955,7 +5970,7 @@ RESOURCE_OPERATIONS.update(  # a singular resource's one item: /profile
     partial_update_one=RESOURCE_OPERATIONS["partial_update"])
 OPERATIONS = {  # the handler method that answers a verb -> what the document says of it
     "reset": described(
-        "resetUsers", "Back to the starting users", "testing", dict(DONE, **{
+        "resetUsers", "Back to the starting items", "testing", dict(DONE, **{
             "409": problem_response("With --db: a database file is not reset over HTTP")}),
         ("401", "403")),
     "list_requests": described(
@@ -6038,7 +6053,7 @@ def used_components(paths, components):
             for kind, declared in components.items()}
 
 
-PATCH_EXAMPLES = {"users": {"name": "Ada King"}}  # for Try it out; else a first field's example
+PATCH_EXAMPLES = {USERS.fields_by_name["name"]: "Ada King"}  # for Try it out, by the field
 TYPE_EXAMPLES = {"string": "text", "integer": 1, "number": 1.5, "boolean": False, "json": {}}
 
 
@@ -6087,7 +6102,8 @@ def resource_schemas(resource):
     required = [field.name for field in resource.fields if field.required]
     new = {field.name: example_of(field) for field in resource.fields}
     example = new if resource.singular else dict([("id", 1)] + list(new.items()))
-    patch = PATCH_EXAMPLES.get(resource.collection) or dict(list(new.items())[:1])
+    patch = {field.name: PATCH_EXAMPLES[field] for field in resource.fields
+             if field in PATCH_EXAMPLES} or dict(list(new.items())[:1])  # else a first field's
     collection = ElementTree.fromstring(render_items(resource, [], XML)).tag
     return {
         name: item_schema(resource, with_id, ([] if resource.singular else ["id"]) + required,
@@ -6680,7 +6696,7 @@ class DefaultServer(FastServer, PlainServer):
 
 
 # Names of the release before resources were declared, kept for code written against it
-User = namedtuple("User", "id name email version")
+User = namedtuple("User", USERS.stored + ("version",))
 """A user's values with names, as that release had them: User(*item) names an Item of USERS,
 and equals it."""
 

@@ -9632,3 +9632,89 @@ def test_items_without_an_id_are_given_one_with_a_warning_that_names_a_likely_ke
         assert call(running, "GET", "/messages/5f1a").json() == {"_id": "5f1a", "from": "ada"}
     finally:
         stop_server(running)
+
+
+# -- nothing after the core's banner takes users for the only resource ---------------------
+
+AUTHORS = Resource("authors", [Field("name", required=True), Field("email", required=True)])
+TASKS = Resource("tasks", [Field("title", required=True), Field("done", "boolean")])
+
+
+def test_a_posts_only_document_says_reset_puts_every_resource_back(tmp_path):
+    running = start_server(load=write_db_json(tmp_path, {"posts": [{"id": 1, "title": "Hi"}]}))
+    try:
+        paths = call(running, "GET", "/openapi.json").json()["paths"]
+    finally:
+        stop_server(running)
+    reset = paths["/__admin/reset"]["post"]
+    assert (reset["operationId"], reset["summary"]) == ("resetUsers", "Back to the starting items")
+    assert reset["description"].startswith(
+        "Puts every resource back to the items the server started with (--fake-users, --load)")
+    assert paths["/"]["get"]["description"].startswith(
+        'Where things are: each resource\'s path by its name, such as {"users": "/users"}')
+
+
+def test_a_route_a_learner_adds_is_tagged_with_the_first_resource_served():
+    added = rest_users.route("/ping", r"/ping", {"GET": "ping"})
+    assert rest_users.described_action(added, "ping", [TASKS]).tag == "tasks"
+    assert rest_users.described_action(added, "ping", [USERS, TASKS]).tag == "users"
+
+
+def test_a_patch_example_is_made_from_the_resources_own_fields(tmp_path):
+    running = start_server(file=write_db_json(tmp_path, {"users": [{"id": 1, "username": "bob"}]}))
+    try:
+        schemas = call(running, "GET", "/openapi.json").json()["components"]["schemas"]
+    finally:
+        stop_server(running)
+    assert schemas["UserPatch"]["examples"] == [{"username": "bob"}]
+
+
+def test_users_given_as_a_list_go_to_the_first_resource_served(tmp_path):
+    running = start_server(resources=[TASKS], users=[{"title": "milk"}])
+    try:
+        assert call(running, "GET", "/tasks/1").json() == {"id": 1, "title": "milk", "done": None}
+    finally:
+        stop_server(running)
+    (tmp_path / "tasks.json").write_text('[{"title": "bread", "done": true}]')
+    running = start_server(resources=[TASKS], load=str(tmp_path / "tasks.json"))
+    try:
+        assert call(running, "GET", "/tasks/1").json() == {"id": 1, "title": "bread", "done": True}
+    finally:
+        stop_server(running)
+
+
+def test_user_names_the_values_of_the_users_declaration_a_learner_changed(tmp_path):
+    with open(os.path.join(HERE, "rest_users.py"), encoding="utf-8") as file:
+        source = file.read().replace('example="ada@example.com"),\n])',
+                                     'example="ada@example.com"),\n    Field("phone"),\n])')
+    assert 'Field("phone")' in source
+    module = module_from_source(tmp_path, "users_with_phone", source)
+    item = module.new_item(module.USERS, 1, {"name": "Ada", "email": "a@b.c", "phone": "1"})
+    assert module.User(*item) == item and module.User(*item).phone == "1"
+
+
+def test_the_tour_runs_on_any_resource_of_names_and_emails(browser):
+    running = start_server(resources=[AUTHORS])
+    try:
+        browser.open("http://127.0.0.1:%d/#tour" % running.server_address[1])
+        browser.wait_for("document.body.dataset.tour === 'done'")
+        dom = browser.run("document.documentElement.outerHTML")
+    finally:
+        stop_server(running)
+    steps = [(re.search(r'data-step="([\w ]+)"', tag).group(1),
+              re.search(r'data-status="(\d+)"', tag).group(1))
+             for tag in re.findall(r"<li [^>]*\btour\b[^>]*>", dom)]
+    assert steps == [("POST", "201"), ("GET", "200"), ("PUT", "200"), ("PATCH", "200"),
+                     ("DELETE", "200"), ("GET after DELETE", "404"), ("list", "200")]
+
+
+def test_the_tour_is_offered_only_where_name_and_email_are_all_an_item_needs(tmp_path):
+    strict = Resource("members", [Field("name", required=True), Field("email", required=True),
+                                 Field("phone", required=True)])
+    for resources, offered in (([AUTHORS], True), ([strict], False), ([TASKS], False)):
+        running = start_server(resources=resources)
+        try:
+            page = call(running, "GET", "/", headers={"Accept": "text/html"}).text()
+        finally:
+            stop_server(running)
+        assert ('id="tour-button"' in page) == offered, resources[0].collection
