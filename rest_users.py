@@ -3123,18 +3123,12 @@ class FakeApi:
             self.items = {first.collection: items_from_entries(first, entries, "users=")
                           } if entries else {}
 
-    def resource(self, collection):
-        """The resource of a collection that is served; a ValueError if none is."""
-        for resource in self.resources:
-            if resource.collection == collection:
-                return resource
-        raise ValueError("%s are not served: give make_server a resource for them" % collection)
-
     def read(self, document, source):
-        """The items of a --load file, by collection: an array is users', an object holds
-        the collections of json-server's db.json."""
+        """The items of a --load file, by collection: an array is the first resource's (users',
+        unless a learner serves others), an object holds the collections of json-server's
+        db.json."""
         if not isinstance(document, ObjectPairs):
-            first = self.resources[0]  # users, unless a learner serves others
+            first = self.resources[0]
             return {first.collection: items_from_entries(first, document, source)}
         self.resources, entries = resources_from_file(document, self.resources, source)
         items = {resource.collection: items_from_entries(
