@@ -3126,19 +3126,19 @@ def test_readers_racing_a_writer_see_whole_versions(kind, tmp_path, fast_thread_
     user = store.create({"name": name, "email": email})
     pages = [rest_users.ListQuery(limit=10, offset=0, sort=(sort,), filters=(), q=None)
              for sort in ("-name", "-id")]
-    deadline = time.monotonic() + 0.3
+    deadline = time.monotonic() + 0.3  # and after it, until each reader has read ten times
     torn, reads = [], []
 
     def write():
         for k in itertools.count(1):
-            if time.monotonic() > deadline:
+            if len(reads) == len(readers) or time.monotonic() > deadline + 30:  # done, or stuck
                 return
             name, email = written(0, k)
             store.update(user.id, lambda current: {"name": name, "email": email})
 
     def read(pages):
         count = 0
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline or count < 10:
             seen = [store.get(user.id)] + [one for page in pages for one in store.list(page)[1]]
             # version v was made by write v - 1; an item is (id, name, email, version)
             torn.extend(one for one in seen if one[1:3] != written(0, one.version - 1))
