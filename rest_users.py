@@ -5203,7 +5203,7 @@ function formFields(onlyFilled) {  // an empty optional field is left out: none 
 }
 
 function sayAtId(text) {
-  byId("user-id-note").textContent = text;
+  byId("item-id-note").textContent = text;
 }
 
 async function openUser(id) {
@@ -5211,7 +5211,7 @@ async function openUser(id) {
   if (!response.ok) return;
   const [user] = readUsers(text, response.headers.get("Content-Type"));
   opened = { id: HAS_IDS ? String(user.id) : "", tag: response.headers.get("ETag"), format: settings.format };
-  if (HAS_IDS) byId("user-id").value = user.id;
+  if (HAS_IDS) byId("item-id").value = user.id;
   for (const name of FIELD_NAMES) byId("user-" + name).value = shown(user[name]) ?? "";  // none: null, or no element
   sayAtId(named(opened.id, true) + " is open at ETag " + opened.tag + ".");
   byId("user-" + FIELD_NAMES[0]).focus();
@@ -5243,11 +5243,11 @@ async function write(method) {
     byId("open-user").focus();
     return;
   }
-  const id = HAS_IDS ? byId("user-id").value.trim() : "";
+  const id = HAS_IDS ? byId("item-id").value.trim() : "";
   if (HAS_IDS && (!id || id !== opened.id)) {  // a write sends the ETag its user was opened with
     sayAtId(id ? "Open " + ITEM + " " + id + " first: its ETag goes into If-Match."
                : "Enter the id of " + (/^[aeio]/.test(ITEM) ? "an " : "a ") + ITEM + ", or press Edit in the list, to open it first.");
-    byId("user-id").focus();
+    byId("item-id").focus();
     return;
   }
   const body = method === "DELETE" ? undefined : userBody(formFields(method === "PATCH"), method === "PATCH");
@@ -5292,8 +5292,8 @@ function bind() {  // the list's and the form's controls: again when another res
     button.addEventListener("click", () => write(button.id.slice(5)));
   }
   byId("open-user").addEventListener("click", () => {
-    const id = HAS_IDS ? byId("user-id").value.trim() : "";
-    if (id || !HAS_IDS) openUser(id); else { sayAtId("Enter the id of the " + ITEM + " to open."); byId("user-id").focus(); }
+    const id = HAS_IDS ? byId("item-id").value.trim() : "";
+    if (id || !HAS_IDS) openUser(id); else { sayAtId("Enter the id of the " + ITEM + " to open."); byId("item-id").focus(); }
   });
 }
 
@@ -5436,9 +5436,9 @@ READ_FORM = """<p>The {item} is one item at {path}, with no id and no list, as j
 serves an object in db.json: it is read (GET), replaced (PUT) and changed (PATCH), never
 created or deleted.</p>
 <form id="list-form"><div class="buttons"><button type="submit">Read the {item} (GET)</button></div></form>"""
-ID_INPUT = """<div><label for="user-id">id (for PUT, PATCH, DELETE)</label><input id="user-id" inputmode="numeric" aria-describedby="user-id-note">
-<p id="user-id-note" class="hint" aria-live="polite"></p></div>"""
-OPEN_NOTE = '<p id="user-id-note" class="hint whole-row" aria-live="polite"></p>'  # no id field
+ID_INPUT = """<div><label for="item-id">id (for PUT, PATCH, DELETE)</label><input id="item-id" inputmode="numeric" aria-describedby="item-id-note">
+<p id="item-id-note" class="hint" aria-live="polite"></p></div>"""
+OPEN_NOTE = '<p id="item-id-note" class="hint whole-row" aria-live="polite"></p>'  # no id field
 WRITE_BUTTONS = (("POST", "Create (POST)"), ("PUT", "Replace (PUT)"),
                  ("PATCH", "Change filled fields (PATCH)"), ("DELETE", "Delete (DELETE)"))
 

@@ -3855,11 +3855,11 @@ def test_the_explorer_keeps_errors_in_view_and_names_the_store(browser, capsys, 
         assert requests_logged(capsys.readouterr().err) == ["POST /users", "GET /users/999999"]
         assert browser.run(LAST_EXCHANGE + ".dataset.status") == "422"
         for method in ("PUT", "PATCH", "DELETE"):
-            browser.run("document.getElementById('user-id').value = '';"
+            browser.run("document.getElementById('item-id').value = '';"
                         "document.getElementById('send-%s').click()" % method)
-            assert browser.run("document.getElementById('user-id-note').textContent") == (
+            assert browser.run("document.getElementById('item-id-note').textContent") == (
                 "Enter the id of a user, or press Edit in the list, to open it first.")
-            assert browser.run("document.activeElement.id") == "user-id"
+            assert browser.run("document.activeElement.id") == "item-id"
         assert requests_logged(capsys.readouterr().err) == []
     finally:
         stop_server(running)
@@ -6817,11 +6817,11 @@ def test_the_explorer_shows_a_singular_resource_and_patches_it_with_if_match(
         assert browser.run("document.getElementById('total').textContent") == ""
         capsys.readouterr()  # from here on: what the person does
         browser.run("document.getElementById('send-PATCH').click()")  # not opened yet
-        assert browser.run("document.getElementById('user-id-note').textContent") == (
+        assert browser.run("document.getElementById('item-id-note').textContent") == (
             "Open the profile for editing first (GET): its ETag goes into If-Match.")
         browser.run("document.querySelector('#rows button').click()")  # Edit
         browser.wait_for("document.getElementById('user-name').value === 'typicode'")
-        assert browser.run("document.getElementById('user-id-note').textContent") == (
+        assert browser.run("document.getElementById('item-id-note').textContent") == (
             'The profile is open at ETag "1-json".')
         browser.run("document.getElementById('user-name').value = 'Ada';"
                     "document.getElementById('send-PATCH').click()")
@@ -6831,7 +6831,7 @@ def test_the_explorer_shows_a_singular_resource_and_patches_it_with_if_match(
                               ".querySelector('pre').textContent.startsWith('PATCH')).textContent")
         assert requests_logged(capsys.readouterr().err) == [
             "GET /profile", "PATCH /profile", "GET /profile"]  # open, write, show
-        assert browser.run("document.getElementById('user-id-note').textContent") == (
+        assert browser.run("document.getElementById('item-id-note').textContent") == (
             'The profile is open at ETag "2-json".')
         assert call(running, "GET", "/profile").json() == {"name": "Ada"}
     finally:
@@ -9707,3 +9707,19 @@ def test_the_tour_is_offered_only_where_name_and_email_are_all_an_item_needs(tmp
         finally:
             stop_server(running)
         assert ('id="tour-button"' in page) == offered, resources[0].collection
+
+
+def test_the_explorer_sends_a_field_whose_input_would_share_the_id_notes_name(browser, tmp_path):
+    running = start_server(file=write_db_json(tmp_path, {"notes": [
+        {"id": 1, "title": "first", "id-note": "a"}]}))
+    try:
+        browser.open("http://127.0.0.1:%d/" % running.server_address[1])
+        browser.wait_for("document.getElementById('total').textContent !== ''")
+        browser.run("document.getElementById('user-title').value = 'second';"
+                    "document.querySelector('input[data-field=\"id-note\"]').value = 'b';"
+                    "document.getElementById('send-POST').click()")
+        browser.wait_for("document.querySelectorAll('#rows tr').length === 2")
+        assert call(running, "GET", "/notes/2").json() == {"id": 2, "title": "second",
+                                                             "id-note": "b"}
+    finally:
+        stop_server(running)
