@@ -3468,8 +3468,8 @@ def resources_from_file(document, declared, source, text_ids=False, suffix="Id")
         try:
             kind = (SingularResource if singular else TextIdResource if name in texts
                     else Resource)
-            resource = kind(name, (known.fields if known else ()) + fields,
-                            item=known.item if known else None)
+            resource = kind(name, (known.fields if known else ()) + fields, item=known.item
+                            if known else None if name.endswith("s") else name)  # people
         except ValueError as error:
             raise ValueError("%s: %s: %s" % (source, name, error)) from None
         resources = [resource if each is known else each for each in resources]
@@ -4103,8 +4103,9 @@ class FileServer(FakeApiServer):
                     complained = self.db_file.refused = None
                 except (ValueError, OSError) as error:
                     self.db_file.refused = refusal(error, self.db_file.path)
-                    if str(error) != complained:
-                        print("rest_users: not taken: %s" % error, file=sys.stderr, flush=True)
+                    if str(error) != complained:  # no hint to make one: it is being edited
+                        print("rest_users: not taken: %s: %s" % (
+                            self.db_file.path, self.db_file.refused), file=sys.stderr, flush=True)
                     complained = str(error)
 
     def server_close(self):
@@ -5614,7 +5615,7 @@ def options_of(found, resources):
         tag = next((described_action(found, name, resources).tag
                     for name in found.actions.values()), main_tag(resources))
         return options_operation(OPTIONS_IDS.get(found.path) or "options" + camel_case(
-            re.findall("[A-Za-z0-9]+", found.path)), "What %s takes" % found.path, tag)
+            name_words(found.path)), "What %s takes" % found.path, tag)
     words, listed = Words(found.resource, found.parent, resources), "POST" in found.actions
     return options_operation(
         "options" + (words.Items if listed else words.Item), "What %s takes" % found.path,
@@ -5629,6 +5630,16 @@ def action_operation(entry, keyed):
     return operation(entry.operation_id, entry.summary, responses(entry.answers, *problems),
                      auth=keyed, tag=entry.tag, parameters=entry.parameters, body=entry.body,
                      description=entry.description)
+
+
+def name_words(name):
+    """A name's words as OpenAPI may write them, in ASCII letters and digits: a name in another
+    script is first spelled in Punycode (RFC 3492), as a domain name is, so each keeps its own."""
+    try:
+        name.encode("ascii")
+    except UnicodeEncodeError:
+        name = name.encode("punycode").decode("ascii")
+    return re.findall("[A-Za-z0-9]+", name)
 
 
 def camel_case(words):
@@ -5735,12 +5746,12 @@ class Words:
         self.referring = [child.collection for child, _ in referrers(resource, resources)]
         self.referred = bool(self.referring)  # a delete may be a 409, and take _dependent
         self.nested = ("404",) if parent else ()  # the parent may not be there
-        prefix = camel_case(re.findall("[A-Za-z0-9]+", parent[0].item)) if parent else ""
+        prefix = camel_case(name_words(parent[0].item)) if parent else ""
         self.resource, self.path, self.tag = resource, resource.path, resource.collection
         self.items, self.item, self.fields = resource.collection, resource.item, (
             fields_in_words(resource))
-        self.Items = prefix + camel_case(re.findall("[A-Za-z0-9]+", resource.collection))
-        self.Schema = camel_case(re.findall("[A-Za-z0-9]+", resource.item))
+        self.Items = prefix + camel_case(name_words(resource.collection))
+        self.Schema = camel_case(name_words(resource.item))
         self.Item = prefix + self.Schema
         if parent is not None:
             self.path = "%s/{id}%s" % (parent[0].path, resource.path)

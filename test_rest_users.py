@@ -6396,7 +6396,6 @@ BROKEN_DB_JSON = [  # (content, words the one line must hold: resource, entry, p
     ({"posts": [{"id": 1, "title": "a"}], "comments": [{"id": 1, "postId": 9}]},
      ["comment", "1", "postId", "9"]),
     ({"posts": [{"id": 1, "title": "a"}], "count": 3}, ["count"]),
-    ({"people": [{"id": 1, "name": "a"}]}, ["people"]),
     ({"users": [{"id": 1, "name": "", "email": "a@x"}]}, ["user", "1", "name"]),
 ]
 
@@ -8266,8 +8265,8 @@ def test_a_broken_edit_is_not_taken_until_the_file_is_valid(tmp_path, capsys):
             told += capsys.readouterr().err
             time.sleep(0.02)
         assert told == ("rest_users: not taken: %s: is not a JSON object of resources: "
-                        "Unterminated string starting at: line 1 column 31 (char 30); make "
-                        "one with: echo '{\"posts\": []}' > %s\n" % (path, path))
+                        "Unterminated string starting at: line 1 column 31 (char 30)\n" % path)
+        # no hint to make a file: following it would replace the one being edited
         assert call(running, "GET", "/db").json() == TYPICODE  # what it had
         replace_by_hand(path, {"posts": []})
         assert served_within(running, "/db", {"posts": []})
@@ -9723,3 +9722,44 @@ def test_the_explorer_sends_a_field_whose_input_would_share_the_id_notes_name(br
                                                              "id-note": "b"}
     finally:
         stop_server(running)
+
+
+def test_a_collection_whose_name_does_not_end_in_s_is_served_under_its_own_name(tmp_path):
+    path = write_db_json(tmp_path, {"people": [{"id": 1, "name": "Ann"}],
+                                    "σχόλια": [{"id": 1, "text": "γεια"}]})
+    running = start_server(file=path)
+    try:
+        assert call(running, "GET", "/people/1").json() == {"id": 1, "name": "Ann"}
+        assert post(running, "/people", {"name": "Bob"}) == {"id": 2, "name": "Bob"}
+        reply = call(running, "GET", "/people/2", headers={"Accept": "application/xml"})
+        assert reply.body == b"<people><id>2</id><name>Bob</name></people>"
+        assert assert_problem(call(running, "GET", "/people/9"), 404)["detail"] == (
+            "There is no people with id 9.")
+        assert call(running, "GET", "/%CF%83%CF%87%CF%8C%CE%BB%CE%B9%CE%B1/1").json() == {
+            "id": 1, "text": "γεια"}
+    finally:
+        stop_server(running)
+    assert json.loads(read_back(path).decode())["people"][1] == {"id": 2, "name": "Bob"}
+    running = start_server(load=path)  # --load reads it too
+    try:
+        assert call(running, "GET", "/people/2").json() == {"id": 2, "name": "Bob"}
+    finally:
+        stop_server(running)
+
+
+def test_resources_named_in_other_scripts_get_schema_names_of_their_own(tmp_path):
+    running = start_server(file=write_db_json(tmp_path, {"ποστs": [{"id": 1, "title": "a"}],
+                                                         "αβγs": [{"id": 1, "b": 2}]}))
+    try:
+        document = call(running, "GET", "/openapi.json").json()
+    finally:
+        stop_server(running)
+    schemas = document["components"]["schemas"]
+    assert all(re.fullmatch(r"[a-zA-Z0-9.\-_]+", name) for name in schemas), sorted(schemas)
+    refs = re.findall(r'"#/components/schemas/([^"]*)"', json.dumps(document))
+    assert set(refs) <= set(schemas)
+    titles = {name: schema for name, schema in schemas.items()
+              if schema.get("type") == "object" and "title" in schema.get("properties", {})}
+    bees = {name: schema for name, schema in schemas.items()
+            if schema.get("type") == "object" and "b" in schema.get("properties", {})}
+    assert titles and bees and not set(titles) & set(bees)
