@@ -3114,6 +3114,11 @@ class FakeApi:
         self.rewrites = read_rewrite_rules(routes) if routes else []  # json-server's --routes
         self.static = static_folder(static) if static else None  # and its --static
         self.resources = list(resources or RESOURCES)
+        if fake_users and not any(field.fake for resource in self.resources
+                                  for field in resource.fields):
+            raise ValueError("fake_users makes up items of a resource whose fields say how "
+                             "(users'), and none served does: %s" % ", ".join(
+                                 resource.collection for resource in self.resources))
         if load is not None:
             self.items = self.read(read_load_file(load), load)
         else:

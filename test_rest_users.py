@@ -9763,3 +9763,10 @@ def test_resources_named_in_other_scripts_get_schema_names_of_their_own(tmp_path
     bees = {name: schema for name, schema in schemas.items()
             if schema.get("type") == "object" and "b" in schema.get("properties", {})}
     assert titles and bees and not set(titles) & set(bees)
+
+
+def test_fake_users_with_no_resource_that_can_be_faked_is_refused():
+    with pytest.raises(ValueError) as raised:
+        rest_users.make_server(port=0, resources=[TASKS], fake_users=5)
+    assert str(raised.value) == ("fake_users makes up items of a resource whose fields say how "
+                                 "(users'), and none served does: tasks")
