@@ -3473,8 +3473,10 @@ def resources_from_file(document, declared, source, text_ids=False, suffix="Id")
         try:
             kind = (SingularResource if singular else TextIdResource if name in texts
                     else Resource)
-            resource = kind(name, (known.fields if known else ()) + fields, item=known.item
-                            if known else None if name.endswith("s") else name)  # people
+            item = known.item if known else None  # None: its name less its s, a singular's key
+            if item is None and not singular and not name.endswith("s"):
+                item = name  # people: json-server takes any name, and so its items are people
+            resource = kind(name, (known.fields if known else ()) + fields, item=item)
         except ValueError as error:
             raise ValueError("%s: %s: %s" % (source, name, error)) from None
         resources = [resource if each is known else each for each in resources]
@@ -5430,6 +5432,8 @@ def offers_tour(resource):
     be its fields and all that an item needs."""
     required = {field.name for field in resource.fields if field.required}
     return not resource.singular and required <= {"name", "email"} <= set(resource.field_names)
+
+
 LIST_FORM = """<form id="list-form" class="grid">
 <div><label for="sort">Sort by</label><select id="sort">
 {sort_options}</select></div>

@@ -9770,3 +9770,12 @@ def test_fake_users_with_no_resource_that_can_be_faked_is_refused():
         rest_users.make_server(port=0, resources=[TASKS], fake_users=5)
     assert str(raised.value) == ("fake_users makes up items of a resource whose fields say how "
                                  "(users'), and none served does: tasks")
+
+
+def test_a_singular_resource_ending_in_s_keeps_its_key_as_its_item(tmp_path):
+    running = start_server(file=write_db_json(tmp_path, {"settings": {"theme": "dark"}}))
+    try:
+        reply = call(running, "GET", "/settings", headers={"Accept": "application/xml"})
+    finally:
+        stop_server(running)
+    assert (reply.status, reply.body) == (200, b"<settings><theme>dark</theme></settings>")
