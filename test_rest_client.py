@@ -3692,7 +3692,7 @@ def test_an_option_outside_the_set_is_a_usage_error_naming_it_and_nothing_is_sen
 # Never /dev/null itself: a client that writes beside its target and renames would replace
 # the machine's /dev/null with a file when run as root. Each test makes its own special file.
 
-OUTPUT_FORMS = {"curl": "-s -o %s $URL/echo", "C4": "GET $URL/echo -o %s"}
+OUTPUT_FORMS = {"curl": "-s -o %s $URL/echo", "first form": "GET $URL/echo -o %s"}
 
 
 def own_null_device(path):
