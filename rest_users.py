@@ -3120,7 +3120,8 @@ class FakeApi:
                              "(users'), and none served does: %s" % ", ".join(
                                  resource.collection for resource in self.resources))
         if load is not None:
-            self.items = self.read(read_load_file(load), load)
+            expected = "a JSON array of %s or object of resources" % self.resources[0].collection
+            self.items = self.read(read_load_file(load, expected), load)
         else:
             entries = [list(user.items()) if isinstance(user, dict) else user
                        for user in users or []]
@@ -3313,8 +3314,9 @@ class SingularResource(Resource):
                              SINGULAR_ACTIONS, "GET, HEAD, PUT, PATCH, OPTIONS", self, True, None)]
 
 
-def read_load_file(path, expected="a JSON array of users or object of resources"):
-    """The document of a --load file: an array of users, or json-server's db.json object."""
+def read_load_file(path, expected):
+    """The document of a --load file, an array of items or json-server's db.json object, or a
+    ValueError saying it is not what was expected."""
     try:
         with open(path, "rb") as file:
             text = file.read().decode("utf-8")

@@ -9779,3 +9779,12 @@ def test_a_singular_resource_ending_in_s_keeps_its_key_as_its_item(tmp_path):
     finally:
         stop_server(running)
     assert (reply.status, reply.body) == (200, b"<settings><theme>dark</theme></settings>")
+
+
+def test_a_load_file_that_is_not_json_names_the_first_resource_served(tmp_path):
+    path = tmp_path / "tasks.json"
+    path.write_text("[{")
+    with pytest.raises(ValueError) as raised:
+        rest_users.make_server(port=0, resources=[TASKS], load=str(path))
+    assert str(raised.value).startswith(
+        "%s: is not a JSON array of tasks or object of resources: " % path)
