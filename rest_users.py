@@ -3093,6 +3093,11 @@ MAX_DELAY = 60000  # milliseconds
 MAX_FAKE_USERS = 1000000
 
 
+def can_fake(resource):
+    """Whether a resource's fields say how to make up its items (users' do: --fake-users)."""
+    return any(field.fake for field in resource.fields)
+
+
 class FakeApi:
     """The options that make the service a fake API: answers that take time (--delay) or
     fail (--fail-rate), and items to start with (--fake-users; --load, or running()'s
@@ -3114,8 +3119,7 @@ class FakeApi:
         self.rewrites = read_rewrite_rules(routes) if routes else []  # json-server's --routes
         self.static = static_folder(static) if static else None  # and its --static
         self.resources = list(resources or RESOURCES)
-        if fake_users and not any(field.fake for resource in self.resources
-                                  for field in resource.fields):
+        if fake_users and not any(map(can_fake, self.resources)):
             raise ValueError("fake_users makes up items of a resource whose fields say how "
                              "(users'), and none served does: %s" % ", ".join(
                                  resource.collection for resource in self.resources))
@@ -3147,7 +3151,7 @@ class FakeApi:
         """The loaded items, then, for a resource whose fields say how to fake them (users'),
         the fake ones after them (ValueError if they share a unique value)."""
         loaded = self.items.get(resource.collection, [])
-        if not self.fake_users or not any(field.fake for field in resource.fields):
+        if not self.fake_users or not can_fake(resource):
             return loaded
         first_id = max([item.id for item in loaded], default=0) + 1
         fakes = [fake_item(resource, item_id)
